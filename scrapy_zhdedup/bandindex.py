@@ -1,0 +1,80 @@
+"""Near-duplicate index over 64-bit fingerprints: band keys for candidates, popcount to verify.
+
+Never pairwise: a lookup touches only the rows that share a band key with the query.
+All band tables live in one :class:`KeyTable` (keys prefixed by table number), so a lookup
+is two vectorised binary searches whatever the number of tables.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import NamedTuple
+
+import numpy as np
+
+from .bands import BandLayout
+from .keytable import KeyTable
+
+
+class Hit(NamedTuple):
+    row: int
+    distance: int
+
+
+class BandIndex:
+    def __init__(self, layout: BandLayout) -> None:
+        self.layout = layout
+        self._fps = array("Q")
+        self._table = KeyTable(self._key_dtype(layout))
+
+    @staticmethod
+    def _key_dtype(layout: BandLayout) -> type[np.unsignedinteger]:
+        return np.uint32 if layout.key_bits + layout.table_bits <= 32 else np.uint64
+
+    def __len__(self) -> int:
+        return len(self._fps)
+
+    def fingerprint(self, row: int) -> int:
+        return self._fps[row]
+
+    def fingerprints(self) -> np.ndarray:
+        return np.frombuffer(self._fps, dtype=np.uint64).copy()
+
+    def add(self, fp: int) -> int:
+        """Index ``fp``; returns its row number (rows are dense, in insertion order)."""
+        row = len(self._fps)
+        self._fps.append(fp)
+        self._table.add_many(self.layout.table_keys(fp), row)
+        return row
+
+    def nearest(self, fp: int) -> Hit | None:
+        """Closest indexed fingerprint within ``k``; ties go to the oldest row."""
+        rows = self._table.get_many(self.layout.table_keys(fp))
+        if not rows:
+            return None
+        rows_arr = np.unique(np.array(rows, dtype=np.int64))
+        view = np.frombuffer(self._fps, dtype=np.uint64)
+        dist = np.bitwise_count(view[rows_arr] ^ np.uint64(fp))
+        del view  # a live buffer view would forbid appending to the array
+        ok = np.flatnonzero(dist <= self.layout.k)
+        if not len(ok):
+            return None
+        best = ok[np.argmin(dist[ok])]  # argmin takes the first minimum: the oldest row
+        return Hit(int(rows_arr[best]), int(dist[best]))
+
+    def compact(self) -> None:
+        self._table.compact()
+
+    @classmethod
+    def from_fingerprints(cls, layout: BandLayout, fps: np.ndarray) -> BandIndex:
+        """Bulk build with one sort, used when a saved store is loaded."""
+        index = cls(layout)
+        fps = np.ascontiguousarray(fps, dtype=np.uint64)
+        index._fps = array("Q", fps.tobytes())
+        keys = layout.table_keys_array(fps)
+        rows = np.repeat(np.arange(len(fps), dtype=np.uint32), keys.shape[1])
+        index._table = KeyTable.build(keys.ravel().astype(cls._key_dtype(layout)), rows)
+        return index
+
+    def nbytes(self) -> int:
+        return self._fps.itemsize * len(self._fps) + self._table.nbytes()

@@ -1,0 +1,25 @@
+"""Exceptions the engine raises, so callers can tell bad input from a broken store."""
+
+
+class ZhDedupError(Exception):
+    """Base class for every error scrapy-zhdedup raises on purpose."""
+
+
+class EmptyTextError(ZhDedupError, ValueError):
+    """The document has no text left to judge after cleaning (empty, markup only, no CJK or words)."""
+
+
+class StoreError(ZhDedupError):
+    """A persisted store file cannot be used: corrupt, truncated, foreign or from an incompatible version."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(
+            f"{path}: {reason}. Move or delete this file to start with an empty store "
+            f"(everything it remembered will be forgotten), or point ZHDEDUP_STORE_DIR / --store elsewhere."
+        )
+        self.path = path
+        self.reason = reason
+
+
+class LayoutMismatchError(ZhDedupError):
+    """Client band layout differs from the one an existing index was built with; lookups would miss silently."""

@@ -1,0 +1,112 @@
+"""Weighted features for SimHash: TF-IDF words for articles, character shingles for short texts.
+
+Words weighted by TF-IDF let the rare, content-bearing words decide the fingerprint, so shared
+boilerplate and function words move it little (the keyword-weighting finding of the seeds).
+Below a length threshold a text has too few words for that to be stable, and one edited
+character changes a whole word; overlapping character n-grams degrade more gracefully there.
+Segmentation uses rjieba (jieba-rs: jieba's dictionary and algorithm, ~18x faster than jieba
+here, 99.4 % token agreement); the IDF table is jieba's own.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import re
+from collections import Counter
+from functools import cache
+from typing import Literal
+
+FeatureMode = Literal["auto", "words", "chars"]
+
+_KEEP_CHARS = re.compile(r"[^\w\u3400-\u9fff]+")
+_HAS_CJK = re.compile(r"[\u3400-\u9fff]")
+_HAS_WORD = re.compile(r"[\w\u3400-\u9fff]")
+# Weight = (1 + ln tf) * idf, scaled and rounded to an integer in 1..255.  Integers keep the
+# fingerprint exact (see fingerprint.py); <= 255 keeps it computable by the `simhash` package,
+# whose uint8 bit arrays overflow above that under numpy 2; sublinear tf stops one repeated
+# word from outvoting the rest of the article.
+WEIGHT_SCALE = 3
+MAX_WEIGHT = 255
+_CACHE_LIMIT = 1_000_000
+
+# High-frequency function words; jieba's IDF table already down-weights them, dropping them
+# outright keeps them from voting at all.
+STOPWORDS = frozenset(
+    """的 了 是 在 和 与 及 或 也 都 而 又 就 但 并 对 把 被 让 给 从 向 到 为 以 于 之 其 此 这 那
+    这个 那个 这些 那些 一个 我们 你们 他们 她们 它们 我 你 他 她 它 自己 什么 怎么 如何 因为 所以
+    如果 虽然 但是 而且 并且 或者 还是 已经 正在 可以 能够 没有 不是 就是 还有 以及 通过 进行 表示
+    认为 相关 其中 其他 目前 今年 今天 日前 记者 报道 编辑 来源 本报 讯""".split()
+)
+
+
+@cache
+def _idf() -> tuple[dict[str, float], float]:
+    # Located, not imported: importing jieba.analyse loads its POS tagger and a second IDF copy.
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or spec.origin is None:
+        raise ImportError("jieba is required for its IDF table (pip install jieba)")
+    path = os.path.join(os.path.dirname(spec.origin), "analyse", "idf.txt")
+    table: dict[str, float] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            word, _, value = line.rstrip("\n").partition(" ")
+            if value:
+                table[word] = float(value)
+    values = sorted(table.values())
+    return table, values[len(values) // 2]
+
+
+class Featurizer:
+    def __init__(self, mode: FeatureMode = "auto", *, short_text_chars: int = 200, shingle_size: int = 3) -> None:
+        if mode not in ("auto", "words", "chars"):
+            raise ValueError(f"unknown feature mode {mode!r}: use 'auto', 'words' or 'chars'")
+        if shingle_size < 1:
+            raise ValueError("shingle_size must be >= 1")
+        self.mode = mode
+        self.short_text_chars = short_text_chars
+        self.shingle_size = shingle_size
+        self._bases: dict[str, float] = {}
+
+    def mode_for(self, text: str) -> Literal["words", "chars"]:
+        if self.mode != "auto":
+            return self.mode
+        return "chars" if len(_KEEP_CHARS.sub("", text)) < self.short_text_chars else "words"
+
+    def __call__(self, text: str) -> dict[str, int]:
+        return self.words(text) if self.mode_for(text) == "words" else self.chars(text)
+
+    def words(self, text: str) -> dict[str, int]:
+        import rjieba
+
+        counts = Counter(rjieba.cut(text))
+        bases = self._bases
+        out: dict[str, int] = {}
+        for word, n in counts.items():
+            base = bases.get(word)
+            if base is None:
+                base = self._base_weight(word)
+            if base:
+                w = base if n == 1 else base * (1 + math.log(n))
+                out[word] = min(MAX_WEIGHT, max(1, round(w)))
+        return out if out else self.chars(text)  # a text of lone characters: still judged
+
+    def _base_weight(self, word: str) -> float:
+        """Scaled IDF, or 0.0 for a token that does not vote (punctuation, stopword, lone CJK char)."""
+        if len(self._bases) >= _CACHE_LIMIT:
+            self._bases.clear()
+        votes = bool(_HAS_WORD.search(word)) and word not in STOPWORDS and not (
+            len(word) == 1 and _HAS_CJK.match(word)
+        )
+        idf, median = _idf()
+        base = self._bases[word] = idf.get(word, median) * WEIGHT_SCALE if votes else 0.0
+        return base
+
+    def chars(self, text: str) -> dict[str, int]:
+        compact = _KEEP_CHARS.sub("", text).lower()
+        n = min(self.shingle_size, len(compact))
+        if n == 0:
+            return {}
+        counts = Counter(compact[i : i + n] for i in range(len(compact) - n + 1))
+        return {g: min(MAX_WEIGHT, c) for g, c in counts.items()}

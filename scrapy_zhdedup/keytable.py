@@ -1,0 +1,76 @@
+"""A compact integer multimap: sorted numpy arrays plus a small dict of recent additions.
+
+A Python dict of lists costs ~100 bytes per entry; sorted ``(key, row)`` arrays cost 8-12.
+New entries go to a dict and are merged into the arrays once the dict holds more than an
+eighth of the total, so the merge (a sort) is amortised to O(log n) per insertion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+_MIN_PENDING = 4096
+_PENDING_ENTRY_BYTES = 100  # dict slot + list + int objects, measured with tracemalloc
+
+
+class KeyTable:
+    def __init__(self, key_dtype: type[np.unsignedinteger]) -> None:
+        self._dtype = np.dtype(key_dtype)
+        self._keys = np.empty(0, dtype=self._dtype)
+        self._rows = np.empty(0, dtype=np.uint32)
+        self._pending: dict[int, list[int]] = {}
+        self._pending_count = 0
+
+    def __len__(self) -> int:
+        return len(self._rows) + self._pending_count
+
+    def add_many(self, keys: Iterable[int], row: int) -> None:
+        for key in keys:
+            self._pending.setdefault(key, []).append(row)
+            self._pending_count += 1
+        if self._pending_count > max(_MIN_PENDING, len(self._rows) >> 3):
+            self.compact()
+
+    def get_many(self, keys: list[int]) -> list[int]:
+        """Rows stored under any of ``keys`` (may repeat a row)."""
+        # One vectorised search for all keys; the query array must carry the table's dtype,
+        # or numpy casts the whole table on every call.
+        query = np.array(keys, dtype=self._dtype)
+        lo = np.searchsorted(self._keys, query, side="left")
+        hi = np.searchsorted(self._keys, query, side="right")
+        found: list[int] = []
+        for i in np.flatnonzero(hi > lo):
+            found.extend(self._rows[lo[i] : hi[i]].tolist())
+        if self._pending:
+            pending = self._pending
+            for key in keys:
+                rows = pending.get(key)
+                if rows:
+                    found.extend(rows)
+        return found
+
+    def compact(self) -> None:
+        """Merge pending entries into the sorted arrays (stable, so rows stay oldest first)."""
+        if not self._pending:
+            return
+        keys = np.fromiter((k for k, rows in self._pending.items() for _ in rows), dtype=self._dtype)
+        rows = np.fromiter((r for rs in self._pending.values() for r in rs), dtype=np.uint32)
+        self._set(np.concatenate([self._keys, keys]), np.concatenate([self._rows, rows]))
+        self._pending.clear()
+        self._pending_count = 0
+
+    def _set(self, keys: np.ndarray, rows: np.ndarray) -> None:
+        order = np.lexsort((rows, keys))
+        self._keys, self._rows = keys[order], rows[order]
+
+    @classmethod
+    def build(cls, keys: np.ndarray, rows: np.ndarray) -> KeyTable:
+        """Bulk load (one sort) instead of n incremental inserts."""
+        table = cls(keys.dtype.type)
+        table._set(keys, rows.astype(np.uint32))
+        return table
+
+    def nbytes(self) -> int:
+        return self._keys.nbytes + self._rows.nbytes + self._pending_count * _PENDING_ENTRY_BYTES

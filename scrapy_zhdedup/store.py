@@ -1,0 +1,164 @@
+"""The embedded store: what the engine remembers when no server is configured.
+
+Per document it keeps the fingerprint (band index), a 64-bit prefix of the content hash
+(exact lookups that name the earlier document), the row of its cluster's first document and
+its id; README gives the bytes per document.  Saved as two files, each replaced atomically:
+``index.npz`` (numpy arrays, read without pickle so a foreign file cannot run code) and
+``bloom.bin``.  Band tables are rebuilt on load, so changing the threshold between runs is safe.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from .bandindex import BandIndex
+from .bands import BandLayout
+from .bloom import ExactFilter
+from .errors import StoreError
+from .keytable import KeyTable
+from .persist import atomic_write
+
+INDEX_FILE = "index.npz"
+BLOOM_FILE = "bloom.bin"
+_FORMAT = 1
+_ARRAYS = ("meta", "fingerprints", "hash_keys", "roots", "ids")
+
+
+@dataclass(frozen=True)
+class Match:
+    """An earlier document that the one being judged repeats."""
+
+    doc_id: str
+    cluster: str
+    distance: int
+    row: int = field(default=-1, compare=False)
+
+
+class EmbeddedStore:
+    def __init__(self, layout: BandLayout, bloom: ExactFilter | None = None, directory: Path | None = None) -> None:
+        self.layout = layout
+        self.bloom = bloom if bloom is not None else ExactFilter()
+        self.directory = directory
+        self.bloom_false_positives = 0
+        self._near = BandIndex(layout)
+        self._exact = KeyTable(np.uint64)
+        self._hash_keys = array("Q")
+        self._ids: list[str] = []
+        self._roots = array("I")  # row of the first document of each row's cluster
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @staticmethod
+    def _hash_key(content_hash: str) -> int:
+        return int(content_hash[:16], 16)
+
+    def find_exact(self, content_hash: str) -> Match | None:
+        if content_hash not in self.bloom:
+            return None
+        rows = self._exact.get_many([self._hash_key(content_hash)])
+        if not rows:
+            self.bloom_false_positives += 1  # or a Bloom file that outlived its index file
+            return None
+        return self._match(min(rows), 0)
+
+    def find_near(self, fingerprint: int) -> Match | None:
+        hit = self._near.nearest(fingerprint)
+        return None if hit is None else self._match(hit.row, hit.distance)
+
+    def _match(self, row: int, distance: int) -> Match:
+        return Match(self._ids[row], self._ids[self._roots[row]], distance, row)
+
+    def add(self, doc_id: str, content_hash: str, fingerprint: int, repeats: Match | None = None) -> None:
+        """Remember a document; ``repeats`` puts it in the cluster of the document it repeats."""
+        row = self._near.add(fingerprint)
+        key = self._hash_key(content_hash)
+        self._ids.append(doc_id)
+        self._roots.append(row if repeats is None else self._roots[repeats.row])
+        self._hash_keys.append(key)
+        self._exact.add_many([key], row)
+        self.bloom.add(content_hash)
+
+    def nbytes(self) -> dict[str, int]:
+        """Memory by part, for the README's bytes-per-document figures."""
+        ids = sum(len(i.encode()) + 49 for i in self._ids) + 8 * len(self._ids)  # str objects + list slots
+        return {
+            "band_index": self._near.nbytes(),
+            "exact_index": self._exact.nbytes() + 8 * len(self._hash_keys),
+            "clusters": 4 * len(self._roots),
+            "ids": ids,
+            "bloom": self.bloom.nbytes(),
+        }
+
+    # -- persistence -------------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Write both files atomically; no-op for a memory-only store."""
+        if self.directory is None:
+            return
+        self._near.compact()
+        self._exact.compact()
+        meta = {"format": _FORMAT, "count": len(self._ids), "layout": self.layout.to_dict()}
+        arrays = {
+            "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+            "fingerprints": self._near.fingerprints(),
+            "hash_keys": np.frombuffer(self._hash_keys, dtype=np.uint64).copy(),
+            "roots": np.frombuffer(self._roots, dtype=np.uint32).copy(),
+            "ids": np.frombuffer("\x00".join(self._ids).encode("utf-8"), dtype=np.uint8),
+        }
+
+        def write(fh: BinaryIO) -> None:
+            np.savez(fh, **arrays)
+
+        atomic_write(self.directory / INDEX_FILE, write)
+        self.bloom.save(self.directory / BLOOM_FILE)
+
+    @classmethod
+    def open(cls, layout: BandLayout, directory: Path | None, *, error_rate: float = 0.001,
+             initial_capacity: int = 100_000) -> EmbeddedStore:
+        """Load the store saved in ``directory`` if there is one, else start empty."""
+        fresh_bloom = ExactFilter(error_rate=error_rate, initial_capacity=initial_capacity)
+        if directory is None:
+            return cls(layout, fresh_bloom)
+        directory = Path(directory)
+        index_path, bloom_path = directory / INDEX_FILE, directory / BLOOM_FILE
+        bloom = ExactFilter.load(bloom_path) if bloom_path.exists() else fresh_bloom
+        store = cls(layout, bloom, directory)
+        if index_path.exists():
+            store._load_index(index_path)
+        return store
+
+    def _load_index(self, path: Path) -> None:
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                missing = [name for name in _ARRAYS if name not in npz.files]
+                if missing:
+                    raise StoreError(path, f"not a scrapy-zhdedup index (missing {', '.join(missing)})")
+                data = {name: npz[name] for name in _ARRAYS}
+        except StoreError:
+            raise
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+            raise StoreError(path, f"unreadable index file ({type(exc).__name__}: {exc})") from exc
+        try:
+            meta = json.loads(data["meta"].tobytes())
+        except ValueError as exc:
+            raise StoreError(path, "damaged index metadata") from exc
+        if meta.get("format") != _FORMAT:
+            raise StoreError(path, f"index format {meta.get('format')!r} is not supported (expected {_FORMAT})")
+        count = int(meta.get("count", -1))
+        ids = data["ids"].tobytes().decode("utf-8").split("\x00") if count else []
+        fps, keys, roots = data["fingerprints"], data["hash_keys"], data["roots"]
+        if not (len(ids) == len(fps) == len(keys) == len(roots) == count) or (count and roots.max() >= count):
+            raise StoreError(path, "inconsistent index arrays (truncated or edited file)")
+        self._near = BandIndex.from_fingerprints(self.layout, fps)
+        self._exact = KeyTable.build(keys.astype(np.uint64), np.arange(count, dtype=np.uint32))
+        self._hash_keys = array("Q", keys.astype(np.uint64).tobytes())
+        self._roots = array("I", roots.astype(np.uint32).tobytes())
+        self._ids = ids

@@ -1,0 +1,197 @@
+"""HTML → main text → normalised text: the form in which reposts of one story look alike.
+
+Reposting changes the page around an article (header, navigation, sidebars, footer,
+scripts) and its surface (full-/half-width forms, spacing, traditional characters).
+Cleaning removes the first, normalisation the second, before anything is hashed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from functools import cached_property
+from typing import Literal
+
+import charset_normalizer
+import lxml.html
+from lxml import etree
+from w3lib.encoding import html_to_unicode
+
+from .errors import EmptyTextError
+
+Extractor = Literal["lxml", "trafilatura"]
+
+# Elements that never hold the article body.
+_DROP_TAGS = (
+    "script", "style", "noscript", "template", "iframe", "svg", "canvas", "form", "button",
+    "select", "input", "textarea", "nav", "header", "footer", "aside", "menu", "head",
+)
+# class/id words that mark boilerplate blocks on Chinese news sites.
+_BOILERPLATE = re.compile(
+    r"(^|[\s_-])(nav|navbar|menu|header|footer|foot|sidebar|side|aside|breadcrumbs?|crumb|"
+    r"copyright|share|social|comments?|related|recommend|hot|rank|ad|ads|advert|banner|"
+    r"toolbar|login|search|tags?|pager|pagination|friendlink|links)([\s_-]|$)",
+    re.I,
+)
+_BLOCKS = {"p", "div", "section", "article", "li", "h1", "h2", "h3", "h4", "h5", "h6",
+           "td", "tr", "br", "blockquote", "pre", "table", "ul", "ol", "dd", "dt"}
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_WORDLIKE = re.compile(r"[\w\u3400-\u9fff]")
+_SPACES = re.compile(r"[^\S\n]+")
+_NEWLINES = re.compile(r"\s*\n\s*")
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
+_ALL_SPACE = re.compile(r"\s+")
+
+
+def decode_html(body: bytes, encoding: str | None = None) -> str:
+    """Bytes to str the way a browser would: BOM, then the declared header charset, then <meta>.
+
+    Without any declaration: UTF-8 if it decodes strictly, else whichever of GB18030 (a
+    superset of GBK/GB2312) and Big5 charset-normalizer finds more plausible.  w3lib maps the
+    gb2312/gbk labels to gb18030, which also decodes pages mislabelled as gb2312.
+    """
+    content_type = f"text/html; charset={encoding}" if encoding else None
+
+    def guess(data: bytes) -> str | None:
+        try:
+            data.decode("utf-8")
+            return "utf-8"
+        except UnicodeDecodeError:
+            pass
+        # GB18030 accepts most Big5 byte strings too, so pick by which decoding reads as language.
+        best = charset_normalizer.from_bytes(data[:65536], cp_isolation=["gb18030", "big5"]).best()
+        return best.encoding if best else None
+
+    _, text = html_to_unicode(content_type, body, auto_detect_fun=guess)
+    return text
+
+
+class TextCleaner:
+    """Turns a page or a plain text into the normalised text that is hashed and fingerprinted."""
+
+    def __init__(
+        self,
+        *,
+        extractor: Extractor = "lxml",
+        traditional_to_simplified: bool = True,
+        max_chars: int = 200_000,
+    ) -> None:
+        if extractor not in ("lxml", "trafilatura"):
+            raise ValueError(f"unknown extractor {extractor!r}: use 'lxml' or 'trafilatura'")
+        self.extractor = extractor
+        self.traditional_to_simplified = traditional_to_simplified
+        self.max_chars = max_chars
+
+    @cached_property
+    def _opencc(self):  # type: ignore[no-untyped-def]
+        import opencc
+
+        return opencc.OpenCC("t2s")
+
+    def clean(self, *, text: str | None = None, html: str | bytes | None = None,
+              encoding: str | None = None) -> str:
+        """Normalised main text; raises :class:`EmptyTextError` if nothing judgeable is left."""
+        if text is None and html is None:
+            raise EmptyTextError("neither text nor html given")
+        if html is not None:
+            if isinstance(html, bytes):
+                html = decode_html(html, encoding)
+            raw = self.extract(html)
+        else:
+            raw = text if isinstance(text, str) else str(text)
+        out = self.normalise(raw)
+        if not _WORDLIKE.search(out):
+            raise EmptyTextError("no words or Chinese characters left after cleaning")
+        return out
+
+    def extract(self, html: str) -> str:
+        """Main text of a page. Broken HTML is repaired by the parser, never rejected."""
+        if not html.strip():
+            return ""
+        if self.extractor == "trafilatura":
+            import trafilatura
+
+            extracted = trafilatura.extract(html, include_comments=False, include_tables=False,
+                                            favor_recall=True)
+            if extracted:
+                return extracted
+        return _lxml_main_text(html)
+
+    def normalise(self, text: str) -> str:
+        """NFKC (width forms), invisible characters, spacing, and optionally traditional → simplified."""
+        text = text[: self.max_chars]
+        text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+        if self.traditional_to_simplified and _CJK.search(text):
+            text = self._opencc.convert(text)
+        text = _SPACES.sub(" ", text)
+        return _NEWLINES.sub("\n", text).strip()
+
+
+def _lxml_main_text(html: str) -> str:
+    try:
+        root = lxml.html.document_fromstring(html)
+    except (etree.ParserError, ValueError):
+        # lxml refuses str input with an encoding declaration, and empty documents
+        try:
+            root = lxml.html.document_fromstring(html.encode("utf-8", "replace"),
+                                                 parser=lxml.html.HTMLParser(encoding="utf-8"))
+        except etree.ParserError:
+            return ""
+    etree.strip_elements(root, etree.Comment, *_DROP_TAGS, with_tail=False)
+    for el in list(root.iter()):
+        if not isinstance(el.tag, str) or el.getparent() is None:
+            continue
+        marks = f"{el.get('class', '')} {el.get('id', '')}"
+        if marks.strip() and _BOILERPLATE.search(marks) and el.tag not in ("body", "html"):
+            el.drop_tree()
+    lines: list[str] = []
+    for block in _text_blocks(root):
+        if _link_density(block) < 0.5:
+            text = _block_text(block)
+            if text:
+                lines.append(text)
+    return "\n".join(lines)
+
+
+def _text_blocks(root: etree._Element) -> list[etree._Element]:
+    """Innermost block elements that carry text directly (paragraphs, list items, cells)."""
+    out = []
+    for el in root.iter():
+        if not isinstance(el.tag, str) or el.tag not in _BLOCKS or el.tag == "br":
+            continue
+        if (el.text and el.text.strip()) or any(
+            isinstance(c.tag, str) and c.tag not in _BLOCKS and (c.text_content().strip() or (c.tail or "").strip())
+            for c in el
+        ) or any((c.tail or "").strip() for c in el):
+            out.append(el)
+    return out
+
+
+def _block_text(el: etree._Element) -> str:
+    """Text of ``el`` without the text of nested blocks (those are blocks of their own)."""
+    return _inline_text(el, top=True).strip()
+
+
+def _inline_text(el: etree._Element, top: bool = False) -> str:
+    if not top and el.tag in _BLOCKS:
+        return "\n" if el.tag == "br" else ""
+    parts = [el.text or ""]
+    for child in el:
+        if isinstance(child.tag, str):
+            parts.append(_inline_text(child))
+        parts.append(child.tail or "")
+    return "".join(parts)
+
+
+def _link_density(el: etree._Element) -> float:
+    total = len(_block_text(el))
+    if not total:
+        return 1.0
+    linked = sum(len(a.text_content()) for a in el.iter("a"))
+    return linked / total
+
+
+def content_hash(clean: str) -> str:
+    """Strong 128-bit hash of the text with all whitespace removed (layout is not content)."""
+    return hashlib.blake2b(_ALL_SPACE.sub("", clean).encode("utf-8"), digest_size=16).hexdigest()
