@@ -48,15 +48,18 @@ class BandIndex:
         return row
 
     def nearest(self, fp: int) -> Hit | None:
-        """Closest indexed fingerprint within ``k``; ties go to the oldest row."""
-        rows = self._table.get_many(self.layout.table_keys(fp))
+        """Closest indexed fingerprint within ``k`` found through the band keys."""
+        return self.closest(self._table.get_many(self.layout.table_keys(fp)), fp, self.layout.k)
+
+    def closest(self, rows: list[int], fp: int, max_distance: int) -> Hit | None:
+        """Closest of ``rows`` to ``fp`` within ``max_distance``; ties go to the oldest row."""
         if not rows:
             return None
         rows_arr = np.unique(np.array(rows, dtype=np.int64))
         view = np.frombuffer(self._fps, dtype=np.uint64)
         dist = np.bitwise_count(view[rows_arr] ^ np.uint64(fp))
         del view  # a live buffer view would forbid appending to the array
-        ok = np.flatnonzero(dist <= self.layout.k)
+        ok = np.flatnonzero(dist <= max_distance)
         if not len(ok):
             return None
         best = ok[np.argmin(dist[ok])]  # argmin takes the first minimum: the oldest row

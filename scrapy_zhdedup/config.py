@@ -30,6 +30,10 @@ class DedupConfig:
     traditional_to_simplified: bool = True  # OpenCC t2s before hashing
     extractor: str = "lxml"  # "lxml" (fast) | "trafilatura" (slower, see README)
     max_chars: int = 200_000  # longer texts are cut before fingerprinting (huge pages)
+    passages: bool = True  # also find near repeats through shared passages (see passages.py)
+    passage_chars: int = 20  # minimum length of a hashed sentence run
+    passage_share: float = 0.2  # share of a text's passages an earlier text must contain
+    passage_threshold: int = 12  # max Hamming distance for a passage-found candidate
     bloom_error_rate: float = 0.001
     bloom_capacity: int = 100_000  # initial capacity; the filter grows past it
 

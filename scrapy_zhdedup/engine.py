@@ -13,6 +13,7 @@ from typing import Any, Literal
 from .config import DedupConfig
 from .features import Featurizer
 from .fingerprint import SimHasher
+from .passages import passage_keys
 from .store import EmbeddedStore, Match
 from .text import TextCleaner, content_hash
 
@@ -60,6 +61,8 @@ class Fingerprinter:
         self.featurizer = Featurizer(config.features, short_text_chars=config.short_text_chars,  # type: ignore[arg-type]
                                      shingle_size=config.shingle_size)
         self.hasher = SimHasher()
+        self.use_passages = config.passages
+        self.passage_chars = config.passage_chars
 
     def clean(self, *, text: str | None = None, html: str | bytes | None = None,
               encoding: str | None = None) -> str:
@@ -68,6 +71,9 @@ class Fingerprinter:
     def fingerprint(self, clean_text: str) -> int:
         return self.hasher(self.featurizer(clean_text))
 
+    def passages(self, clean_text: str) -> list[int]:
+        return passage_keys(clean_text, self.passage_chars) if self.use_passages else []
+
 
 class Deduper:
     """Judges documents in arrival order against everything judged before, on the embedded store."""
@@ -75,12 +81,15 @@ class Deduper:
     def __init__(self, config: DedupConfig | None = None, store: EmbeddedStore | None = None) -> None:
         self.config = config or DedupConfig()
         self.fingerprinter = Fingerprinter(self.config)
-        self.store = store if store is not None else EmbeddedStore(self.config.layout)
+        self.store = store if store is not None else EmbeddedStore(
+            self.config.layout, passage_share=self.config.passage_share,
+            passage_threshold=self.config.passage_threshold)
 
     @classmethod
     def open(cls, config: DedupConfig, store_dir: str | Path | None) -> Deduper:
         store = EmbeddedStore.open(config.layout, Path(store_dir) if store_dir else None,
-                                   error_rate=config.bloom_error_rate, initial_capacity=config.bloom_capacity)
+                                   error_rate=config.bloom_error_rate, initial_capacity=config.bloom_capacity,
+                                   passage_share=config.passage_share, passage_threshold=config.passage_threshold)
         return cls(config, store)
 
     def check(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
@@ -94,8 +103,9 @@ class Deduper:
         if exact is not None:
             return verdict_for(doc_id, digest, None, exact, exact=True)
         fp = self.fingerprinter.fingerprint(clean)
-        near = self.store.find_near(fp)
-        self.store.add(doc_id, digest, fp, near)
+        passages = self.fingerprinter.passages(clean)
+        near = self.store.find_near(fp, passages)
+        self.store.add(doc_id, digest, fp, passages, near)
         return verdict_for(doc_id, digest, fp, near)
 
     def save(self) -> None:

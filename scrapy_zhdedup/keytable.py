@@ -33,21 +33,26 @@ class KeyTable:
         if self._pending_count > max(_MIN_PENDING, len(self._rows) >> 3):
             self.compact()
 
-    def get_many(self, keys: list[int]) -> list[int]:
-        """Rows stored under any of ``keys`` (may repeat a row)."""
+    def get_many(self, keys: list[int], limit: int | None = None) -> list[int]:
+        """Rows stored under any of ``keys`` (a row repeats once per key it is under).
+
+        Keys holding more than ``limit`` rows are skipped: a key that common (a site's
+        boilerplate sentence) says nothing about which document is repeated.
+        """
         # One vectorised search for all keys; the query array must carry the table's dtype,
         # or numpy casts the whole table on every call.
         query = np.array(keys, dtype=self._dtype)
         lo = np.searchsorted(self._keys, query, side="left")
         hi = np.searchsorted(self._keys, query, side="right")
         found: list[int] = []
+        pending = self._pending
         for i in np.flatnonzero(hi > lo):
-            found.extend(self._rows[lo[i] : hi[i]].tolist())
-        if self._pending:
-            pending = self._pending
-            for key in keys:
+            if limit is None or hi[i] - lo[i] + len(pending.get(keys[i], ())) <= limit:
+                found.extend(self._rows[lo[i] : hi[i]].tolist())
+        if pending:
+            for i, key in enumerate(keys):
                 rows = pending.get(key)
-                if rows:
+                if rows and (limit is None or len(rows) + hi[i] - lo[i] <= limit):
                     found.extend(rows)
         return found
 

@@ -1,8 +1,8 @@
 """The embedded store: what the engine remembers when no server is configured.
 
-Per document it keeps the fingerprint (band index), a 64-bit prefix of the content hash
-(exact lookups that name the earlier document), the row of its cluster's first document and
-its id; README gives the bytes per document.  Saved as two files, each replaced atomically:
+Per document it keeps the fingerprint (band index), its passage keys (passages.py), a 64-bit
+prefix of the content hash (exact lookups that name the earlier document), the row of its
+cluster's first document and its id; README gives the bytes per document.  Saved as two files, each replaced atomically:
 ``index.npz`` (numpy arrays, read without pickle so a foreign file cannot run code) and
 ``bloom.bin``.  Band tables are rebuilt on load, so changing the threshold between runs is safe.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import zipfile
 from array import array
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -23,12 +24,14 @@ from .bands import BandLayout
 from .bloom import ExactFilter
 from .errors import StoreError
 from .keytable import KeyTable
+from .passages import votes_needed
 from .persist import atomic_write
 
 INDEX_FILE = "index.npz"
 BLOOM_FILE = "bloom.bin"
 _FORMAT = 1
-_ARRAYS = ("meta", "fingerprints", "hash_keys", "roots", "ids")
+_ARRAYS = ("meta", "fingerprints", "hash_keys", "roots", "ids", "passage_keys", "passage_rows")
+MAX_PASSAGE_POSTINGS = 64  # a passage in more documents than this is boilerplate, not evidence
 
 
 @dataclass(frozen=True)
@@ -42,13 +45,19 @@ class Match:
 
 
 class EmbeddedStore:
-    def __init__(self, layout: BandLayout, bloom: ExactFilter | None = None, directory: Path | None = None) -> None:
+    def __init__(self, layout: BandLayout, bloom: ExactFilter | None = None, directory: Path | None = None,
+                 *, passage_share: float = 0.2, passage_threshold: int = 12) -> None:
         self.layout = layout
+        self.passage_share = passage_share
+        self.passage_threshold = passage_threshold
         self.bloom = bloom if bloom is not None else ExactFilter()
         self.directory = directory
         self.bloom_false_positives = 0
         self._near = BandIndex(layout)
         self._exact = KeyTable(np.uint64)
+        self._passages = KeyTable(np.uint32)
+        self._passage_keys = array("I")
+        self._passage_rows = array("I")
         self._hash_keys = array("Q")
         self._ids: list[str] = []
         self._roots = array("I")  # row of the first document of each row's cluster
@@ -69,16 +78,30 @@ class EmbeddedStore:
             return None
         return self._match(min(rows), 0)
 
-    def find_near(self, fingerprint: int) -> Match | None:
+    def find_near(self, fingerprint: int, passages: list[int] = ()) -> Match | None:  # type: ignore[assignment]
+        """Closest earlier text: within k through the bands, or sharing enough passages and
+        within the looser passage threshold."""
         hit = self._near.nearest(fingerprint)
+        if passages:
+            need = votes_needed(len(passages), self.passage_share)
+            votes = Counter(self._passages.get_many(passages, limit=MAX_PASSAGE_POSTINGS))
+            rows = [row for row, n in votes.items() if n >= need]
+            other = self._near.closest(rows, fingerprint, self.passage_threshold)
+            if other is not None and (hit is None or (other.distance, other.row) < (hit.distance, hit.row)):
+                hit = other
         return None if hit is None else self._match(hit.row, hit.distance)
 
     def _match(self, row: int, distance: int) -> Match:
         return Match(self._ids[row], self._ids[self._roots[row]], distance, row)
 
-    def add(self, doc_id: str, content_hash: str, fingerprint: int, repeats: Match | None = None) -> None:
+    def add(self, doc_id: str, content_hash: str, fingerprint: int, passages: list[int] = (),  # type: ignore[assignment]
+            repeats: Match | None = None) -> None:
         """Remember a document; ``repeats`` puts it in the cluster of the document it repeats."""
         row = self._near.add(fingerprint)
+        if passages:
+            self._passages.add_many(passages, row)
+            self._passage_keys.extend(passages)
+            self._passage_rows.extend([row] * len(passages))
         key = self._hash_key(content_hash)
         self._ids.append(doc_id)
         self._roots.append(row if repeats is None else self._roots[repeats.row])
@@ -91,6 +114,7 @@ class EmbeddedStore:
         ids = sum(len(i.encode()) + 49 for i in self._ids) + 8 * len(self._ids)  # str objects + list slots
         return {
             "band_index": self._near.nbytes(),
+            "passage_index": self._passages.nbytes(),
             "exact_index": self._exact.nbytes() + 8 * len(self._hash_keys),
             "clusters": 4 * len(self._roots),
             "ids": ids,
@@ -105,6 +129,7 @@ class EmbeddedStore:
             return
         self._near.compact()
         self._exact.compact()
+        self._passages.compact()
         meta = {"format": _FORMAT, "count": len(self._ids), "layout": self.layout.to_dict()}
         arrays = {
             "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
@@ -112,6 +137,8 @@ class EmbeddedStore:
             "hash_keys": np.frombuffer(self._hash_keys, dtype=np.uint64).copy(),
             "roots": np.frombuffer(self._roots, dtype=np.uint32).copy(),
             "ids": np.frombuffer("\x00".join(self._ids).encode("utf-8"), dtype=np.uint8),
+            "passage_keys": np.frombuffer(self._passage_keys, dtype=np.uint32).copy(),
+            "passage_rows": np.frombuffer(self._passage_rows, dtype=np.uint32).copy(),
         }
 
         def write(fh: BinaryIO) -> None:
@@ -122,15 +149,17 @@ class EmbeddedStore:
 
     @classmethod
     def open(cls, layout: BandLayout, directory: Path | None, *, error_rate: float = 0.001,
-             initial_capacity: int = 100_000) -> EmbeddedStore:
+             initial_capacity: int = 100_000, passage_share: float = 0.2,
+             passage_threshold: int = 12) -> EmbeddedStore:
         """Load the store saved in ``directory`` if there is one, else start empty."""
         fresh_bloom = ExactFilter(error_rate=error_rate, initial_capacity=initial_capacity)
+        options = {"passage_share": passage_share, "passage_threshold": passage_threshold}
         if directory is None:
-            return cls(layout, fresh_bloom)
+            return cls(layout, fresh_bloom, **options)
         directory = Path(directory)
         index_path, bloom_path = directory / INDEX_FILE, directory / BLOOM_FILE
         bloom = ExactFilter.load(bloom_path) if bloom_path.exists() else fresh_bloom
-        store = cls(layout, bloom, directory)
+        store = cls(layout, bloom, directory, **options)
         if index_path.exists():
             store._load_index(index_path)
         return store
@@ -155,10 +184,15 @@ class EmbeddedStore:
         count = int(meta.get("count", -1))
         ids = data["ids"].tobytes().decode("utf-8").split("\x00") if count else []
         fps, keys, roots = data["fingerprints"], data["hash_keys"], data["roots"]
-        if not (len(ids) == len(fps) == len(keys) == len(roots) == count) or (count and roots.max() >= count):
+        p_keys, p_rows = data["passage_keys"].astype(np.uint32), data["passage_rows"].astype(np.uint32)
+        if (not (len(ids) == len(fps) == len(keys) == len(roots) == count) or len(p_keys) != len(p_rows)
+                or (count and roots.max() >= count) or (len(p_rows) and p_rows.max() >= count)):
             raise StoreError(path, "inconsistent index arrays (truncated or edited file)")
         self._near = BandIndex.from_fingerprints(self.layout, fps)
         self._exact = KeyTable.build(keys.astype(np.uint64), np.arange(count, dtype=np.uint32))
+        self._passages = KeyTable.build(p_keys, p_rows)
+        self._passage_keys = array("I", p_keys.tobytes())
+        self._passage_rows = array("I", p_rows.tobytes())
         self._hash_keys = array("Q", keys.astype(np.uint64).tobytes())
         self._roots = array("I", roots.astype(np.uint32).tobytes())
         self._ids = ids
