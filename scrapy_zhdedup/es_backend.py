@@ -71,6 +71,7 @@ ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 SEARCH_PAGE = 100  # candidates per search page, best band overlap first
 MAX_RESULT_WINDOW = 10_000  # Elasticsearch's default cap on from + size
+SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
 MAX_SEALED = 2  # full batches waiting for the writer before judgements wait (backpressure)
 _SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.fp", "zhdedup.seen_at"]
 
@@ -263,7 +264,8 @@ class ElasticsearchBackend:
             if self._client is None:
                 self._client = make_async_client(self.es, max_retries=0)  # we retry, with backoff and stats
             await acheck_reachable(self._client, self.es.es_url)
-            report = await ainstall(self._client, self.index, self.layout, replace=False)
+            setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))  # creating an index is slow
+            report = await ainstall(setup, self.index, self.layout, replace=False)
             logger.info("zhdedup: Elasticsearch index %s: template %s, index %s", self.index,
                         report["template_action"], report["index_action"])
             self._tasks = [loop.create_task(self._writer()), loop.create_task(self._timer())]

@@ -67,11 +67,14 @@ class Featurizer:
         self.mode = mode
         self.short_text_chars = short_text_chars
         self.shingle_size = shingle_size
-        self._bases: dict[str, float] = {}
+        self._bases: dict[str, float] = {}  # word -> scaled IDF
+        self._single: dict[str, int] = {}  # word -> weight at tf 1 (0 = does not vote)
 
     def mode_for(self, text: str) -> Literal["words", "chars"]:
         if self.mode != "auto":
             return self.mode
+        if len(text) < self.short_text_chars:  # cheap answer before stripping punctuation
+            return "chars"
         return "chars" if len(_KEEP_CHARS.sub("", text)) < self.short_text_chars else "words"
 
     def __call__(self, text: str) -> dict[str, int]:
@@ -80,28 +83,29 @@ class Featurizer:
     def words(self, text: str) -> dict[str, int]:
         import rjieba
 
-        counts = Counter(rjieba.cut(text))
-        bases = self._bases
+        single, bases = self._single, self._bases
         out: dict[str, int] = {}
-        for word, n in counts.items():
-            base = bases.get(word)
-            if base is None:
-                base = self._base_weight(word)
-            if base:
-                w = base if n == 1 else base * (1 + math.log(n))
-                out[word] = min(MAX_WEIGHT, max(1, round(w)))
+        for word, n in Counter(rjieba.cut(text)).items():
+            w = single.get(word)
+            if w is None:
+                w = self._learn(word)
+            if w:  # most words occur once: their weight is precomputed
+                out[word] = w if n == 1 else min(MAX_WEIGHT, round(bases[word] * (1 + math.log(n))))
         return out if out else self.chars(text)  # a text of lone characters: still judged
 
-    def _base_weight(self, word: str) -> float:
-        """Scaled IDF, or 0.0 for a token that does not vote (punctuation, stopword, lone CJK char)."""
-        if len(self._bases) >= _CACHE_LIMIT:
+    def _learn(self, word: str) -> int:
+        """Cache the word's scaled IDF; weight 0 for a token that does not vote
+        (punctuation, stopword, lone CJK character)."""
+        if len(self._single) >= _CACHE_LIMIT:
+            self._single.clear()
             self._bases.clear()
         votes = bool(_HAS_WORD.search(word)) and word not in STOPWORDS and not (
             len(word) == 1 and _HAS_CJK.match(word)
         )
         idf, median = _idf()
         base = self._bases[word] = idf.get(word, median) * WEIGHT_SCALE if votes else 0.0
-        return base
+        weight = self._single[word] = min(MAX_WEIGHT, max(1, round(base))) if votes else 0
+        return weight
 
     def chars(self, text: str) -> dict[str, int]:
         compact = _KEEP_CHARS.sub("", text).lower()

@@ -16,8 +16,9 @@ import hashlib
 import math
 import re
 
-_SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])")
-_NOT_WORD = re.compile(r"[^\w\u3400-\u9fff]+")
+_ENDS = "。！？!?；;\n"
+_NOT_WORD_OR_END = re.compile(rf"[^\w\u3400-\u9fff{_ENDS}]+")
+_SENTENCE_ENDS = re.compile(f"[{_ENDS}]+")
 
 
 def passage_keys(clean: str, min_chars: int = 20) -> list[int]:
@@ -27,8 +28,8 @@ def passage_keys(clean: str, min_chars: int = 20) -> list[int]:
     """
     keys: list[int] = []
     run = ""
-    for sentence in _SENTENCE_END.split(clean):
-        run += _NOT_WORD.sub("", sentence)
+    for sentence in _SENTENCE_ENDS.split(_NOT_WORD_OR_END.sub("", clean)):
+        run += sentence
         if len(run) >= min_chars:
             keys.append(_key(run))
             run = ""

@@ -121,7 +121,9 @@ class TextCleaner:
     def normalise(self, text: str) -> str:
         """NFKC (width forms), invisible characters, spacing, and optionally traditional → simplified."""
         text = text[: self.max_chars]
-        text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+        if not unicodedata.is_normalized("NFKC", text):  # the check is much cheaper than the rewrite
+            text = unicodedata.normalize("NFKC", text)
+        text = text.translate(_INVISIBLE)
         if self.traditional_to_simplified and _CJK.search(text):
             text = self._opencc.convert(text)
         text = _SPACES.sub(" ", text)
