@@ -29,7 +29,8 @@ _DROP_TAGS = (
 )
 # class/id words that mark boilerplate blocks on Chinese news sites.
 _BOILERPLATE = re.compile(
-    r"(^|[\s_-])(nav|navbar|menu|header|footer|foot|sidebar|side|aside|breadcrumbs?|crumb|"
+    r"(^|[\s_-])(nav|navbar|menu|top|topbar|header|footer|foot|sidebar|side|aside|breadcrumbs?|crumbs?|"
+    r"position|location|byline|info|meta|source|"
     r"copyright|share|social|comments?|related|recommend|hot|rank|ad|ads|advert|banner|"
     r"toolbar|login|search|tags?|pager|pagination|friendlink|links)([\s_-]|$)",
     re.I,
@@ -131,6 +132,19 @@ class TextCleaner:
 
 
 def _lxml_main_text(html: str) -> str:
+    """Paragraph-like blocks with little linked text, outside boilerplate tags and classes.
+
+    If dropping the blocks whose class/id looks like boilerplate leaves (almost) nothing, the
+    page put its article inside such a block (class="info", say): judge it without that rule
+    rather than as an empty text.
+    """
+    text = _lxml_blocks(html, drop_marked=True)
+    if len(_WORDLIKE.findall(text)) < 20:
+        text = _lxml_blocks(html, drop_marked=False)
+    return text
+
+
+def _lxml_blocks(html: str, drop_marked: bool) -> str:
     try:
         root = lxml.html.document_fromstring(html)
     except (etree.ParserError, ValueError):
@@ -141,7 +155,7 @@ def _lxml_main_text(html: str) -> str:
         except etree.ParserError:
             return ""
     etree.strip_elements(root, etree.Comment, *_DROP_TAGS, with_tail=False)
-    for el in list(root.iter()):
+    for el in list(root.iter()) if drop_marked else ():
         if not isinstance(el.tag, str) or el.getparent() is None:
             continue
         marks = f"{el.get('class', '')} {el.get('id', '')}"
