@@ -1,0 +1,362 @@
+#!/usr/bin/env bash
+# es-node.sh — a throwaway single-node Elasticsearch on 127.0.0.1 for tests, CI and benchmarks.
+#
+# Usage: scripts/es-node.sh {fetch|start|stop|status|url}
+#
+# What it runs and why
+#   * Artifact: org.elasticsearch.distribution.integ-test-zip:elasticsearch (type zip), resolved by its
+#     Maven coordinates through `mvn dependency:unpack`. It is Elastic's minimal distribution: server +
+#     modules transport-netty4, x-pack-core, x-pack-security, apm; no bundled JDK and no optional modules
+#     (no painless, no ingest-common, no analysis plugins, and no rest-root: `GET /` answers 405, so use
+#     _cluster/health rather than client.info()/ping()). Core search features we rely on (collapse,
+#     search_after, point in time, bulk op_type=create, _index_template, terms) all work on it.
+#   * Version (checked 2026-11 against Maven Central, through Maven only):
+#       - The artifact's maven-metadata.xml on Central is incomplete: it lists up to 8.19.21 and no 9.x at
+#         all, yet 9.x zips are there (without a .pom). So candidate versions were taken from the
+#         metadata of a sibling artifact (org.elasticsearch.client:elasticsearch-rest-client, which lists
+#         every release up to 9.5.6) and probed with `mvn dependency:get ...:zip`, newest first:
+#         9.5.6, 9.5.1, 9.4.9, 9.4.2, 9.3.3, 9.3.1, 9.3.0 are absent; 9.2.8 (last 9.2 patch) is present,
+#         as are 9.2.0, 9.1.0 and 9.0.0. Newest 9.x => 9.2.8.
+#       - Newest 8.x: 8.19.21 (8.19.24 is absent).
+#     ES 9.x needs Java >= 21; this machine has Debian's OpenJDK 17 and Temurin 25. 9.2.8 was verified to
+#     start and serve on Temurin 25. Without overrides the script takes the newest JDK >= 21 under
+#     /usr/lib/jvm with 9.2.8, and otherwise falls back to 8.19.21 on a JDK 17..24 (verified on OpenJDK 17).
+#   * Elasticsearch refuses to run as root. As root the script creates the system user zhdedup-es and runs
+#     the node as that user (runuser). /root is mode 700, so when that user cannot reach the cache dir,
+#     the node's tree goes to /var/lib/zhdedup-es instead (the Maven download stays in root's cache).
+#
+# Environment
+#   ZHDEDUP_CACHE             cache root (default $HOME/.cache/scrapy-zhdedup); the node tree is $ZHDEDUP_CACHE/es
+#   ZHDEDUP_ES_HOME           explicit node tree (dist/ + nodes/<port>/); overrides the rule above
+#   ZHDEDUP_ES_PORT           HTTP port (default 9250, so a user's own node on 9200 is left alone)
+#   ZHDEDUP_ES_VERSION        Elasticsearch version (default: chosen from the JDKs, see above)
+#   ES_JAVA_HOME              JDK to run the node with (default: chosen automatically)
+#   ZHDEDUP_ES_HEAP           JVM heap, used for -Xms and -Xmx (default 1g)
+#   ES_JAVA_OPTS              extra JVM options, passed on to the node (they win over ZHDEDUP_ES_HEAP)
+#   ZHDEDUP_ES_START_TIMEOUT  seconds to wait for yellow health on start (default 300: a start takes ~35 s
+#                             on 2 idle cores, but took >120 s on the same cores under a load of 8)
+#   ZHDEDUP_MAVEN_REPO        Maven local repository to use (default: Maven's own, ~/.m2/repository)
+set -euo pipefail
+# Everything we create must be readable by the node's user (a different user when we run as root).
+umask 022
+
+readonly ES9_VERSION=9.2.8
+readonly ES8_VERSION=8.19.21
+readonly ARTIFACT=org.elasticsearch.distribution.integ-test-zip:elasticsearch
+readonly DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+readonly ES_USER=zhdedup-es
+readonly ES_USER_HOME=/var/lib/zhdedup-es
+
+CACHE=${ZHDEDUP_CACHE:-$HOME/.cache/scrapy-zhdedup}
+PORT=${ZHDEDUP_ES_PORT:-9250}
+HEAP=${ZHDEDUP_ES_HEAP:-1g}
+START_TIMEOUT=${ZHDEDUP_ES_START_TIMEOUT:-300}
+URL="http://127.0.0.1:${PORT}"
+
+die() { echo "es-node: error: $*" >&2; exit 1; }
+say() { echo "es-node: $*" >&2; }
+
+is_root() { [[ $(id -u) == 0 ]]; }
+
+[[ $PORT =~ ^[0-9]+$ ]] && ((PORT > 0 && PORT < 65536)) || die "ZHDEDUP_ES_PORT must be a TCP port, got '$PORT'"
+[[ $HEAP =~ ^[0-9]+[kKmMgG]$ ]] || die "ZHDEDUP_ES_HEAP must look like 512m or 1g, got '$HEAP'"
+[[ $START_TIMEOUT =~ ^[0-9]+$ ]] || die "ZHDEDUP_ES_START_TIMEOUT must be whole seconds, got '$START_TIMEOUT'"
+
+# --- JDK and version choice ------------------------------------------------------------------------
+
+# Major Java version of a JDK home, read from its `release` file (no JVM start needed).
+java_major() {
+    local release=$1/release v
+    [[ -x $1/bin/java && -r $release ]] || return 1
+    v=$(sed -n 's/^JAVA_VERSION="\([0-9][0-9]*\).*/\1/p' "$release")
+    [[ -n $v ]] && echo "$v"
+}
+
+# Newest JDK under /usr/lib/jvm whose major version is within [min, max].
+find_jdk() {
+    local min=$1 max=$2 best="" best_major=0 dir real major
+    declare -A seen=()
+    for dir in /usr/lib/jvm/*/; do
+        real=$(readlink -f "$dir")
+        [[ -n ${seen[$real]:-} ]] && continue
+        seen[$real]=1
+        major=$(java_major "$real") || continue
+        if ((major >= min && major <= max && major > best_major)); then
+            best=$real best_major=$major
+        fi
+    done
+    [[ -n $best ]] && echo "$best"
+}
+
+# Sets ES_VERSION and JAVA_HOME_FOR_ES from overrides or from the JDKs present.
+choose_version_and_jdk() {
+    local major need
+    if [[ -n ${ES_JAVA_HOME:-} ]]; then
+        major=$(java_major "$ES_JAVA_HOME") || die "ES_JAVA_HOME=$ES_JAVA_HOME is not a JDK (no bin/java or release file)"
+        JAVA_HOME_FOR_ES=$ES_JAVA_HOME
+        if [[ -n ${ZHDEDUP_ES_VERSION:-} ]]; then
+            ES_VERSION=$ZHDEDUP_ES_VERSION
+        elif ((major >= 21)); then
+            ES_VERSION=$ES9_VERSION
+        else
+            ES_VERSION=$ES8_VERSION
+        fi
+    elif [[ -n ${ZHDEDUP_ES_VERSION:-} ]]; then
+        ES_VERSION=$ZHDEDUP_ES_VERSION
+        if [[ $ES_VERSION == 8.* ]]; then
+            JAVA_HOME_FOR_ES=$(find_jdk 17 24 || find_jdk 17 999) || die "no JDK >= 17 under /usr/lib/jvm for Elasticsearch $ES_VERSION"
+        else
+            JAVA_HOME_FOR_ES=$(find_jdk 21 999) || die "no JDK >= 21 under /usr/lib/jvm for Elasticsearch $ES_VERSION"
+        fi
+    elif JAVA_HOME_FOR_ES=$(find_jdk 21 999); then
+        ES_VERSION=$ES9_VERSION
+    elif JAVA_HOME_FOR_ES=$(find_jdk 17 24); then
+        ES_VERSION=$ES8_VERSION
+    else
+        die "no JDK >= 17 under /usr/lib/jvm (Elasticsearch 9 needs >= 21, 8 needs >= 17); set ES_JAVA_HOME"
+    fi
+    [[ $ES_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "ZHDEDUP_ES_VERSION must be x.y.z, got '$ES_VERSION'"
+    major=$(java_major "$JAVA_HOME_FOR_ES")
+    need=17
+    [[ $ES_VERSION == 8.* ]] || need=21
+    ((major >= need)) || die "Elasticsearch $ES_VERSION needs Java >= $need, but $JAVA_HOME_FOR_ES is Java $major"
+}
+
+# --- users and directories -------------------------------------------------------------------------
+
+ensure_es_user() {
+    getent passwd "$ES_USER" >/dev/null && return
+    say "creating system user $ES_USER"
+    useradd --system --user-group --home-dir "$ES_USER_HOME" --no-create-home \
+        --shell /usr/sbin/nologin "$ES_USER"
+}
+
+# Command prefix that runs the node as its user: $ES_USER when we are root, else ourselves.
+NODE_USER_PREFIX=()
+is_root && NODE_USER_PREFIX=(runuser -u "$ES_USER" --)
+
+# True if $ES_USER can traverse the deepest existing part of a path (the rest we create, readable for all).
+reachable_by_es_user() {
+    local dir=$1
+    while [[ ! -d $dir ]]; do dir=$(dirname "$dir"); done
+    runuser -u "$ES_USER" -- test -x "$dir"
+}
+
+# Sets NODE_BASE (holds dist/ and nodes/). See the header for the root rule.
+choose_node_base() {
+    NODE_BASE=${ZHDEDUP_ES_HOME:-$CACHE/es}
+    if is_root; then
+        ensure_es_user
+        if ! reachable_by_es_user "$NODE_BASE"; then
+            [[ -z ${ZHDEDUP_ES_HOME:-} ]] || die "user $ES_USER cannot reach ZHDEDUP_ES_HOME=$NODE_BASE"
+            NODE_BASE=$ES_USER_HOME
+        fi
+    fi
+    mkdir -p "$NODE_BASE"
+    NODE_BASE=$(cd "$NODE_BASE" && pwd -P)
+    NODE_DIR=$NODE_BASE/nodes/$PORT
+    PID_FILE=$NODE_DIR/es.pid
+}
+
+# --- fetch ------------------------------------------------------------------------------------------
+
+dist_dir() { echo "$NODE_BASE/dist/elasticsearch-$ES_VERSION"; }
+
+fetch() {
+    local dist tmp
+    dist=$(dist_dir)
+    [[ -x $dist/bin/elasticsearch ]] && return
+    command -v mvn >/dev/null || die "Maven (mvn) is needed to fetch Elasticsearch; install it (apt-get install maven)"
+    mkdir -p "$NODE_BASE/dist"
+    tmp=$(mktemp -d "$NODE_BASE/dist/.unpack.XXXXXX")
+    say "fetching $ARTIFACT:$ES_VERSION:zip with Maven"
+    local -a mvn_args=(-B -q "$DEPENDENCY_PLUGIN:unpack" "-Dartifact=$ARTIFACT:$ES_VERSION:zip"
+        "-DoutputDirectory=$tmp" -Dmdep.overWriteReleases=true)
+    [[ -n ${ZHDEDUP_MAVEN_REPO:-} ]] && mvn_args+=("-Dmaven.repo.local=$ZHDEDUP_MAVEN_REPO")
+    # Run outside any project so a pom.xml in the caller's directory cannot interfere. Maven's output
+    # (colour codes even with -q) is shown only when it fails.
+    if ! (cd "$tmp" && mvn "${mvn_args[@]}") >"$tmp.log" 2>&1; then
+        cat "$tmp.log" >&2
+        rm -rf "$tmp" "$tmp.log"
+        die "Maven could not fetch $ARTIFACT:$ES_VERSION:zip"
+    fi
+    rm -f "$tmp.log"
+    [[ -x $tmp/elasticsearch-$ES_VERSION/bin/elasticsearch ]] || { rm -rf "$tmp"; die "unexpected layout in $ARTIFACT:$ES_VERSION:zip"; }
+    mv "$tmp/elasticsearch-$ES_VERSION" "$dist"
+    rm -rf "$tmp"
+    say "unpacked to $dist"
+}
+
+# --- node control -----------------------------------------------------------------------------------
+
+http_ok() {
+    if command -v curl >/dev/null; then
+        curl -fsS --max-time "${2:-10}" -o /dev/null "$1" 2>/dev/null
+    else
+        python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2]))' \
+            "$1" "${2:-10}" 2>/dev/null
+    fi
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
+
+# Prints the pid of our node if it is alive, else nothing (and drops a stale pid file).
+running_pid() {
+    local pid
+    [[ -r $PID_FILE ]] || return 1
+    pid=$(<"$PID_FILE")
+    if [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
+        echo "$pid"
+        return 0
+    fi
+    rm -f "$PID_FILE"
+    return 1
+}
+
+# Shows why a start failed: the node's own log, plus what the launcher printed outside it
+# (its log lines start with "[", its errors and stack traces do not).
+log_tail() {
+    local server_log=$NODE_DIR/logs/zhdedup-test.log launcher_out=$NODE_DIR/logs/launcher.out
+    if [[ -s $server_log ]]; then
+        echo "----- last lines of $server_log -----" >&2
+        tail -n 30 "$server_log" | cut -c1-500 >&2
+    fi
+    if [[ -s $launcher_out ]]; then
+        echo "----- launcher messages ($launcher_out) -----" >&2
+        grep -v '^\[' "$launcher_out" | tail -n 30 | cut -c1-500 >&2 || true
+    fi
+}
+
+# Writes the per-node config dir (ES_PATH_CONF): the distribution's files plus our settings.
+write_config() {
+    local dist=$1 conf=$NODE_DIR/config
+    mkdir -p "$conf/jvm.options.d" "$NODE_DIR/data" "$NODE_DIR/logs" "$NODE_DIR/tmp"
+    cp -pR "$dist/config/." "$conf/"
+    local security=""
+    [[ -d $dist/modules/x-pack-security ]] && security="xpack.security.enabled: false"
+    cat >"$conf/elasticsearch.yml" <<EOF
+# Written by scripts/es-node.sh; rewritten on every start.
+cluster.name: zhdedup-test
+node.name: zhdedup-$PORT
+network.host: 127.0.0.1
+http.port: $PORT
+discovery.type: single-node
+path.data: $NODE_DIR/data
+path.logs: $NODE_DIR/logs
+# A test node on a nearly full disk must not turn indices read-only.
+cluster.routing.allocation.disk.threshold_enabled: false
+$security
+EOF
+    cat >"$conf/jvm.options.d/zhdedup.options" <<EOF
+-Xms$HEAP
+-Xmx$HEAP
+EOF
+}
+
+start() {
+    local pid dist
+    if pid=$(running_pid); then
+        wait_yellow "$pid" "$START_TIMEOUT" || { log_tail; die "Elasticsearch (pid $pid) runs but is not yellow on $URL"; }
+        echo "$URL"
+        return
+    fi
+    port_in_use && die "port $PORT on 127.0.0.1 is taken by another process; set ZHDEDUP_ES_PORT"
+    fetch
+    dist=$(dist_dir)
+    mkdir -p "$NODE_DIR"
+    # Data written by another version may not load; a test node's data is disposable.
+    if [[ -r $NODE_DIR/version && $(<"$NODE_DIR/version") != "$ES_VERSION" ]]; then
+        say "version changed ($(<"$NODE_DIR/version") -> $ES_VERSION): wiping $NODE_DIR/data"
+        rm -rf "$NODE_DIR/data"
+    fi
+    echo "$ES_VERSION" >"$NODE_DIR/version"
+    write_config "$dist"
+    is_root && chown -R "$ES_USER:$ES_USER" "$NODE_DIR"
+    say "starting Elasticsearch $ES_VERSION on $URL (Java $(java_major "$JAVA_HOME_FOR_ES") at $JAVA_HOME_FOR_ES, heap $HEAP)"
+    local began=$SECONDS rc=0 left
+    # -d returns once the node has started (the server writes the -p pid file itself); `timeout`
+    # bounds a launch that hangs.
+    (cd "$NODE_DIR" && timeout "$START_TIMEOUT" "${NODE_USER_PREFIX[@]}" env ES_JAVA_HOME="$JAVA_HOME_FOR_ES" \
+        ES_PATH_CONF="$NODE_DIR/config" ES_TMPDIR="$NODE_DIR/tmp" \
+        "$dist/bin/elasticsearch" -d -p "$PID_FILE" \
+        >"$NODE_DIR/logs/launcher.out" 2>&1 </dev/null) || rc=$?
+    ((rc != 124)) || abort_start "Elasticsearch did not start within ${START_TIMEOUT}s"
+    ((rc == 0)) || abort_start "Elasticsearch failed to start (launcher exit code $rc)"
+    pid=$(running_pid) || abort_start "Elasticsearch exited right after starting"
+    left=$((START_TIMEOUT - (SECONDS - began)))
+    wait_yellow "$pid" $((left > 10 ? left : 10)) ||
+        abort_start "Elasticsearch (pid $pid) not yellow on $URL within ${START_TIMEOUT}s"
+    echo "$URL"
+}
+
+# A node this invocation launched but that is not healthy is stopped, so no half-started node lingers.
+abort_start() {
+    log_tail
+    running_pid >/dev/null && stop
+    die "$1"
+}
+
+# Waits up to $2 seconds for yellow health; fails early if the process is gone.
+wait_yellow() {
+    local pid=$1 deadline=$((SECONDS + $2))
+    while ((SECONDS < deadline)); do
+        http_ok "$URL/_cluster/health?wait_for_status=yellow&timeout=5s" 10 && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 1
+    done
+    return 1
+}
+
+stop() {
+    local pid i
+    pid=$(running_pid) || { say "not running (port $PORT)"; return; }
+    kill -TERM "$pid"
+    for ((i = 0; i < 60; i++)); do
+        kill -0 "$pid" 2>/dev/null || { rm -f "$PID_FILE"; say "stopped (pid $pid)"; return; }
+        sleep 1
+    done
+    say "pid $pid ignored SIGTERM for 60s; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    rm -f "$PID_FILE"
+}
+
+status() {
+    local pid
+    if pid=$(running_pid); then
+        if http_ok "$URL/_cluster/health" 5; then
+            echo "running pid=$pid url=$URL version=$(<"$NODE_DIR/version")"
+        else
+            echo "starting pid=$pid url=$URL (not answering yet)"
+        fi
+        return 0
+    fi
+    echo "stopped (port $PORT)"
+    return 3
+}
+
+# --- main -------------------------------------------------------------------------------------------
+
+main() {
+    local cmd=${1:-}
+    case $cmd in
+    fetch | start | stop | status | url) ;;
+    *) die "usage: $0 {fetch|start|stop|status|url}" ;;
+    esac
+    if [[ $cmd == url ]]; then
+        echo "$URL"
+        return
+    fi
+    choose_node_base
+    # Serialise control commands on one port (e.g. parallel test runners calling start).
+    mkdir -p "$NODE_BASE/nodes"
+    exec 9>"$NODE_BASE/nodes/$PORT.lock"
+    flock 9
+    case $cmd in
+    fetch) choose_version_and_jdk && fetch && dist_dir ;;
+    start) choose_version_and_jdk && start ;;
+    stop) stop ;;
+    status) status ;;
+    esac
+}
+
+main "$@"

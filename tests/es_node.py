@@ -1,0 +1,103 @@
+"""Give the test session a real Elasticsearch node, and clean up only what it started.
+
+Tests run against a real node rather than mocks because the duplicate lookup depends on Elasticsearch's
+own behaviour (bulk ``create`` conflicts, ``terms`` on keyword band fields, ``collapse``). The node is
+the minimal distribution started by ``scripts/es-node.sh``; a user's own Elasticsearch 8/9 can be used
+instead by setting ``ZHDEDUP_TEST_ES_URL``.
+
+The minimal distribution has no ``rest-root`` module, so ``GET /`` (``client.info()``) and ``HEAD /``
+(``client.ping()``) are not available there: check reachability with ``cluster.health()`` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import elasticsearch
+
+URL_ENV = "ZHDEDUP_TEST_ES_URL"
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "es-node.sh"
+# A cold start downloads ~100 MB with Maven and then boots the JVM; both fit well inside this.
+START_TIMEOUT_S = 600.0
+STOP_TIMEOUT_S = 120.0
+
+
+class EsNodeError(RuntimeError):
+    """The test node could not be started, reached or stopped."""
+
+
+@dataclass(frozen=True)
+class EsNode:
+    """A node the session talks to; ``started_here`` says whether the session must stop it."""
+
+    url: str
+    started_here: bool
+
+
+def _run_script(command: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            ["bash", str(SCRIPT), command],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise EsNodeError(f"{SCRIPT} {command} did not finish within {timeout:.0f}s") from exc
+
+
+def _script_output(command: str, timeout: float) -> str:
+    proc = _run_script(command, timeout)
+    if proc.returncode != 0:
+        raise EsNodeError(
+            f"{SCRIPT} {command} failed with exit code {proc.returncode}:\n{proc.stderr.strip()}"
+        )
+    return proc.stdout.strip()
+
+
+def server_major_version(url: str) -> int:
+    """Major version of the node at ``url``, read without the client (whose headers pin a major)."""
+    request = urllib.request.Request(f"{url}/_nodes/_local?filter_path=nodes.*.version")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            version = next(iter(json.load(response)["nodes"].values()))["version"]
+        return int(version.split(".", 1)[0])
+    except (urllib.error.URLError, OSError, KeyError, ValueError, StopIteration) as exc:
+        raise EsNodeError(f"no Elasticsearch answering at {url}: {exc!r}") from exc
+
+
+def _check_client_compatible(url: str) -> None:
+    """Fail early and clearly: a client of major N only speaks to servers of major N and N+1."""
+    client_major = elasticsearch.__versionstr__.split(".", 1)[0]
+    server_major = server_major_version(url)
+    if server_major not in (int(client_major), int(client_major) + 1):
+        raise EsNodeError(
+            f"Elasticsearch at {url} is version {server_major}.x, but the installed elasticsearch "
+            f"client is {elasticsearch.__versionstr__}; install elasticsearch=={server_major}.* "
+            f"or point {URL_ENV} at a {client_major}.x node"
+        )
+
+
+def acquire() -> EsNode:
+    """Use ``$ZHDEDUP_TEST_ES_URL`` if set, else make sure the script's node is up."""
+    url = os.environ.get(URL_ENV, "").strip().rstrip("/")
+    if url:
+        _check_client_compatible(url)
+        return EsNode(url=url, started_here=False)
+    was_running = _run_script("status", STOP_TIMEOUT_S).returncode == 0
+    url = _script_output("start", START_TIMEOUT_S)
+    _check_client_compatible(url)
+    return EsNode(url=url, started_here=not was_running)
+
+
+def release(node: EsNode) -> None:
+    """Stop the node only if this session started it (a node started by the caller stays up)."""
+    if node.started_here:
+        _script_output("stop", STOP_TIMEOUT_S)
