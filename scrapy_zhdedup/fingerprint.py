@@ -11,7 +11,7 @@ below 2**24; above that we switch to float64).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -36,18 +36,23 @@ class SimHasher:
         digest = self._cache[feature] = hashlib.md5(feature.encode("utf-8")).digest()[-8:]
         return digest
 
+    def _bits(self, names: Iterable[str]) -> np.ndarray:
+        """(n, 64) matrix of feature-hash bits, column 0 = bit 63."""
+        digests = list(map(self._cache.get, names))
+        try:
+            raw = b"".join(digests)  # type: ignore[arg-type]
+        except TypeError:  # some features not cached yet
+            raw = b"".join(d if d is not None else self._digest(f) for f, d in zip(names, digests))
+        return np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, 8), axis=1)
+
     def __call__(self, features: Features) -> int:
         if not features:
             return 0
-        digests = list(map(self._cache.get, features))
-        if None in digests:
-            digests = [d if d is not None else self._digest(f) for f, d in zip(features, digests)]
-        bits = np.unpackbits(np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, 8), axis=1)
-        weights = np.fromiter(features.values(), dtype=np.int64, count=len(features))
-        total = int(weights.sum())
+        weights = np.fromiter(features.values(), dtype=np.float64, count=len(features))
+        total = weights.sum()
         dtype = np.float32 if total < _FLOAT32_EXACT else np.float64
-        sums = weights.astype(dtype) @ bits.astype(dtype)  # column 0 = bit 63
-        return int.from_bytes(np.packbits(sums * 2 > total).tobytes(), "big")
+        sums = weights.astype(dtype) @ self._bits(list(features)).astype(dtype)
+        return int.from_bytes(np.packbits(sums * 2 > total), "big")
 
 
 def hamming(a: int, b: int) -> int:
