@@ -20,6 +20,7 @@ import numpy as np
 from .fingerprint import BITS
 
 LAYOUT_VERSION = 1
+MAX_TABLES = 128  # keys computed per document, and keyword fields per index on Elasticsearch
 
 
 def default_blocks(k: int) -> int:
@@ -38,6 +39,13 @@ class BandLayout:
             object.__setattr__(self, "blocks", default_blocks(self.k))
         if not 0 <= self.k < self.blocks <= self.bits:
             raise ValueError(f"band layout needs 0 <= k < blocks <= {self.bits}, got k={self.k}, blocks={self.blocks}")
+        if len(self.tables) > 1 and self.key_bits + self.table_bits > 64:
+            raise ValueError(
+                f"band layout k={self.k}, blocks={self.blocks} needs {self.key_bits + self.table_bits}-bit table keys "
+                f"(more than 64): use fewer blocks")
+        if len(self.tables) > MAX_TABLES:
+            raise ValueError(f"band layout k={self.k}, blocks={self.blocks} needs {len(self.tables)} tables "
+                             f"(at most {MAX_TABLES}): use fewer blocks")
 
     @cached_property
     def _block_masks(self) -> list[tuple[int, int]]:

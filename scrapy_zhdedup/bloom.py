@@ -77,6 +77,8 @@ class ExactFilter:
             start = len(_MAGIC) + 4
             meta = json.loads(raw[start : start + meta_len])
             data = raw[start + meta_len :]
+            if not isinstance(meta, dict) or not {"format", "sha256", "error_rate", "initial_capacity"} <= meta.keys():
+                raise ValueError("header is not a JSON object with format, sha256, error_rate, initial_capacity")
         except (struct.error, ValueError) as exc:
             raise StoreError(path, f"damaged Bloom filter header ({exc})") from exc
         if meta.get("format") != _FORMAT:

@@ -45,3 +45,20 @@ def _key(run: str) -> int:
 def votes_needed(n_passages: int, share: float) -> int:
     """Shared passages a candidate needs: a share of the new text's passages, and never fewer than 2."""
     return max(2, math.ceil(n_passages * share - 1e-9))
+
+
+WEAK_EVIDENCE_BITS = 3  # how much closer a candidate sharing few passages must be
+
+
+def distance_limit(shared: int, n_passages: int, share: float, threshold: int) -> int:
+    """Max Hamming distance for a candidate sharing ``shared`` of ``n_passages`` passages; -1 = none.
+
+    Sharing at least twice the minimum share is strong evidence: the full passage threshold.
+    Between the minimum and twice it, two texts may share only a site's boilerplate sentences
+    (same template, different facts), so the fingerprints must agree more closely.
+    """
+    if shared < votes_needed(n_passages, share):
+        return -1
+    if shared < votes_needed(n_passages, 2 * share):
+        return threshold - WEAK_EVIDENCE_BITS
+    return threshold

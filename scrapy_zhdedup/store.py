@@ -19,12 +19,12 @@ from typing import BinaryIO
 
 import numpy as np
 
-from .bandindex import BandIndex
+from .bandindex import BandIndex, Hit
 from .bands import BandLayout
 from .bloom import ExactFilter
 from .errors import StoreError
 from .keytable import KeyTable
-from .passages import votes_needed
+from .passages import distance_limit
 from .persist import atomic_write
 
 INDEX_FILE = "index.npz"
@@ -32,6 +32,24 @@ BLOOM_FILE = "bloom.bin"
 _FORMAT = 1
 _ARRAYS = ("meta", "fingerprints", "hash_keys", "roots", "ids", "passage_keys", "passage_rows")
 MAX_PASSAGE_POSTINGS = 64  # a passage in more documents than this is boilerplate, not evidence
+
+
+def nearest_with_passages(near: BandIndex, passage_table: KeyTable, fingerprint: int, passages: list[int],
+                          share: float, threshold: int) -> Hit | None:
+    """The embedded rule (also used for Elasticsearch's not-yet-searchable buffer): the closest row
+    within k through the band keys, or within :func:`distance_limit` through shared passages."""
+    hit = near.nearest(fingerprint)
+    if not passages:
+        return hit
+    votes = Counter(passage_table.get_many(passages, limit=MAX_PASSAGE_POSTINGS))
+    by_limit: dict[int, list[int]] = {}
+    for row, shared in votes.items():
+        by_limit.setdefault(distance_limit(shared, len(passages), share, threshold), []).append(row)
+    for limit, rows in by_limit.items():
+        other = near.closest(rows, fingerprint, limit) if limit >= 0 else None
+        if other is not None and (hit is None or (other.distance, other.row) < (hit.distance, hit.row)):
+            hit = other
+    return hit
 
 
 @dataclass(frozen=True)
@@ -79,16 +97,9 @@ class EmbeddedStore:
         return self._match(min(rows), 0)
 
     def find_near(self, fingerprint: int, passages: list[int] = ()) -> Match | None:  # type: ignore[assignment]
-        """Closest earlier text: within k through the bands, or sharing enough passages and
-        within the looser passage threshold."""
-        hit = self._near.nearest(fingerprint)
-        if passages:
-            need = votes_needed(len(passages), self.passage_share)
-            votes = Counter(self._passages.get_many(passages, limit=MAX_PASSAGE_POSTINGS))
-            rows = [row for row, n in votes.items() if n >= need]
-            other = self._near.closest(rows, fingerprint, self.passage_threshold)
-            if other is not None and (hit is None or (other.distance, other.row) < (hit.distance, hit.row)):
-                hit = other
+        """Closest earlier text: within k through the bands, or through shared passages."""
+        hit = nearest_with_passages(self._near, self._passages, fingerprint, passages,
+                                    self.passage_share, self.passage_threshold)
         return None if hit is None else self._match(hit.row, hit.distance)
 
     def _match(self, row: int, distance: int) -> Match:
@@ -166,7 +177,10 @@ class EmbeddedStore:
 
     def _load_index(self, path: Path) -> None:
         try:
-            with np.load(path, allow_pickle=False) as npz:
+            loaded = np.load(path, allow_pickle=False)
+            if not isinstance(loaded, np.lib.npyio.NpzFile):
+                raise StoreError(path, "not a scrapy-zhdedup index (a single numpy array, not an .npz archive)")
+            with loaded as npz:
                 missing = [name for name in _ARRAYS if name not in npz.files]
                 if missing:
                     raise StoreError(path, f"not a scrapy-zhdedup index (missing {', '.join(missing)})")
@@ -177,12 +191,14 @@ class EmbeddedStore:
             raise StoreError(path, f"unreadable index file ({type(exc).__name__}: {exc})") from exc
         try:
             meta = json.loads(data["meta"].tobytes())
-        except ValueError as exc:
-            raise StoreError(path, "damaged index metadata") from exc
-        if meta.get("format") != _FORMAT:
-            raise StoreError(path, f"index format {meta.get('format')!r} is not supported (expected {_FORMAT})")
-        count = int(meta.get("count", -1))
-        ids = data["ids"].tobytes().decode("utf-8").split("\x00") if count else []
+            if not isinstance(meta, dict):
+                raise ValueError("not a JSON object")
+            if meta.get("format") != _FORMAT:
+                raise StoreError(path, f"index format {meta.get('format')!r} is not supported (expected {_FORMAT})")
+            count = int(meta.get("count", -1))
+            ids = data["ids"].tobytes().decode("utf-8").split("\x00") if count else []
+        except (TypeError, ValueError) as exc:
+            raise StoreError(path, f"damaged index metadata or ids ({exc})") from exc
         fps, keys, roots = data["fingerprints"], data["hash_keys"], data["roots"]
         p_keys, p_rows = data["passage_keys"].astype(np.uint32), data["passage_rows"].astype(np.uint32)
         if (not (len(ids) == len(fps) == len(keys) == len(roots) == count) or len(p_keys) != len(p_rows)

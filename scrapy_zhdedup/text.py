@@ -61,7 +61,7 @@ def decode_html(body: bytes, encoding: str | None = None) -> str:
         except UnicodeDecodeError:
             pass
         # GB18030 accepts most Big5 byte strings too, so pick by which decoding reads as language.
-        best = charset_normalizer.from_bytes(data[:65536], cp_isolation=["gb18030", "big5"]).best()
+        best = charset_normalizer.from_bytes(data[:65536], cp_isolation=["gb18030", "big5"], threshold=1.0).best()
         return best.encoding if best else None
 
     _, text = html_to_unicode(content_type, body, auto_detect_fun=guess)
@@ -174,7 +174,7 @@ def _text_blocks(root: etree._Element) -> list[etree._Element]:
     """Innermost block elements that carry text directly (paragraphs, list items, cells)."""
     out = []
     for el in root.iter():
-        if not isinstance(el.tag, str) or el.tag not in _BLOCKS or el.tag == "br":
+        if not isinstance(el.tag, str) or (el.tag not in _BLOCKS and el.tag != "body") or el.tag == "br":
             continue
         if (el.text and el.text.strip()) or any(
             isinstance(c.tag, str) and c.tag not in _BLOCKS and (c.text_content().strip() or (c.tail or "").strip())

@@ -1,0 +1,254 @@
+"""``zhdedup scan`` on JSONL files: in-process through ``cli.main`` and as the installed console script."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scrapy_zhdedup import Deduper
+from scrapy_zhdedup.cli import main
+
+import zhtexts
+from zhtexts import news_page
+
+ZHDEDUP = Path(sys.executable).with_name("zhdedup")
+ARTICLES = zhtexts.articles(12)
+BIG_LINES = 20_000
+MAX_RSS_MB = 600
+
+
+def _write(path: Path, lines: list[Any]) -> Path:
+    """One JSON object per line; a str is written as it is (for broken lines)."""
+    with path.open("w", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write((line if isinstance(line, str) else json.dumps(line, ensure_ascii=False)) + "\n")
+    return path
+
+
+def _read(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _records() -> list[dict[str, Any]]:
+    a = ARTICLES
+    return [
+        *({"id": x.id, "text": x.text} for x in a[:8]),
+        {"id": "copy-0", "text": zhtexts.full_width(a[0].text)},
+        {"id": "typo-1", "text": zhtexts.edit_chars(a[1].text, 1, seed=1)},
+        {"id": "repost-2", "text": zhtexts.with_attribution(a[2].text)},
+        {"id": "trad-3", "text": zhtexts.traditional(a[3].text)},
+        {"id": 9, "html": news_page(a[9].title, a[9].text)},  # numeric id, html instead of text
+        {"id": "page-9", "html": news_page(a[9].title, a[9].text, site="caijing")},
+        {"id": "copy-of-typo", "text": zhtexts.edit_chars(a[1].text, 1, seed=1)},
+    ]
+
+
+def _oracle(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    deduper = Deduper()
+    return [deduper.check(str(r["id"]), text=r.get("text"), html=r.get("html")).record() for r in records]
+
+
+# --- the 20k-line run, started first so it overlaps the quick tests ---------------------------------
+
+
+@pytest.fixture(scope="module", autouse=True)
+def big_scan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Starts `zhdedup scan` on 20,000 generated lines in the background; its peak RSS is measured
+    by a parent that waits for it (``RUSAGE_CHILDREN``), so nothing but that run is counted."""
+    workdir = tmp_path_factory.mktemp("big")
+    rng = random.Random(20261121)
+    pieces = zhtexts.snippets(8_000)
+    lines: list[Any] = [{"id": f"doc-{i}", "text": p} for i, p in enumerate(pieces)]
+    lines += [{"id": f"again-{i}", "text": rng.choice(pieces)} for i in range(8_000)]
+    lines += [{"id": f"typo-{i}", "text": zhtexts.edit_chars(rng.choice(pieces), 1, seed=i)} for i in range(4_000)]
+    rng.shuffle(lines)
+    source = _write(workdir / "big.jsonl", lines)
+    measure = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:]); "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(p.returncode)")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", measure, str(ZHDEDUP), "scan", str(source), "-o", str(workdir / "out.jsonl"),
+         "--store", str(workdir / "store")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    state = {"proc": proc, "workdir": workdir, "lines": len(lines)}
+    yield state
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+# --- scan ------------------------------------------------------------------------------------------
+
+
+def test_scan_writes_one_line_per_input_in_input_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = _records()
+    source = _write(tmp_path / "in.jsonl", records)
+    assert main(["scan", str(source)]) == 0
+    captured = capsys.readouterr()
+    out = _read(captured.out)
+    assert [o["id"] for o in out] == [str(r["id"]) for r in records]
+    assert out == _oracle(records)
+    by_id = {o["id"]: o for o in out}
+    assert by_id[ARTICLES[0].id] == {"id": ARTICLES[0].id, "status": "unique", "dup_of": None, "distance": None}
+    assert by_id["copy-0"] == {"id": "copy-0", "status": "exact", "dup_of": ARTICLES[0].id, "distance": 0}
+    assert (by_id["typo-1"]["status"], by_id["typo-1"]["dup_of"]) == ("near", ARTICLES[1].id)
+    assert 0 <= by_id["typo-1"]["distance"] <= 12
+    assert by_id["repost-2"]["dup_of"] == ARTICLES[2].id and by_id["repost-2"]["status"] == "near"
+    assert by_id["trad-3"]["dup_of"] == ARTICLES[3].id
+    assert by_id["9"]["status"] == "unique" and by_id["page-9"] == {
+        "id": "page-9", "status": "exact", "dup_of": "9", "distance": 0}
+    assert by_id["copy-of-typo"] == {"id": "copy-of-typo", "status": "exact", "dup_of": "typo-1", "distance": 0}
+    assert f"zhdedup scan: {len(records)} judged" in captured.err
+    assert "0 bad lines skipped" in captured.err
+
+
+def test_output_file_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = _records()
+    source = _write(tmp_path / "in.jsonl", records)
+    assert main(["scan", str(source), "-o", str(tmp_path / "verdicts.jsonl")]) == 0
+    assert capsys.readouterr().out == ""
+    assert _read((tmp_path / "verdicts.jsonl").read_text(encoding="utf-8")) == _oracle(records)
+
+
+BAD = [
+    (2, "not json at all", "not JSON"),
+    (3, "[1, 2, 3]", "not a JSON object"),
+    (4, {"text": ARTICLES[1].text}, 'no usable "id"'),
+    (5, {"id": "", "text": ARTICLES[1].text}, 'no usable "id"'),
+    (6, {"id": {"nested": 1}, "text": ARTICLES[1].text}, 'no usable "id"'),
+    (7, {"id": "no-text"}, 'no "text" or "html" string'),
+    (8, {"id": "number-text", "text": 12345}, 'no "text" or "html" string'),
+    (9, {"id": "empty", "text": ""}, "no text to judge"),
+    (10, {"id": "spaces", "text": " \u3000\n "}, "no text to judge"),
+    (11, {"id": "markup", "html": "<html><script>var x = 1;</script></html>"}, "no text to judge"),
+    (12, '{"id": "truncated", "text": "国家统计局', "not JSON"),
+]
+
+
+def _bad_file(tmp_path: Path) -> Path:
+    lines: list[Any] = [{"id": "first", "text": ARTICLES[0].text}]
+    lines += [line for _, line, _ in BAD]
+    lines += ["", {"id": "last", "text": ARTICLES[1].text}]  # a blank line is not a record
+    return _write(tmp_path / "bad.jsonl", lines)
+
+
+def test_bad_lines_are_reported_with_line_numbers_and_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    source = _bad_file(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        assert main(["scan", str(source)]) == 0
+    captured = capsys.readouterr()
+    assert [o["id"] for o in _read(captured.out)] == ["first", "last"]
+    messages = [r.getMessage() for r in caplog.records]
+    for number, _, reason in BAD:
+        assert any(f"{source}:{number}: {reason}" in m for m in messages), (number, messages)
+    assert len(messages) == len(BAD)
+    assert f"{len(BAD)} bad lines skipped" in captured.err
+
+
+@pytest.mark.parametrize(("bad_line", "number", "reason"), [(b[1], 2, b[2]) for b in (BAD[0], BAD[2], BAD[7])],
+                         ids=["not-json", "no-id", "empty-text"])
+def test_strict_stops_at_the_first_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            bad_line: Any, number: int, reason: str) -> None:
+    source = _write(tmp_path / "in.jsonl", [{"id": "a", "text": ARTICLES[0].text}, bad_line,
+                                             {"id": "b", "text": ARTICLES[1].text}])
+    assert main(["scan", str(source), "--strict"]) == 2
+    captured = capsys.readouterr()
+    assert f"zhdedup: error: {source}:{number}: {reason}" in captured.err
+    assert [o["id"] for o in _read(captured.out)] == ["a"]
+
+
+def test_store_persists_across_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    first = _write(tmp_path / "day1.jsonl", [{"id": a.id, "text": a.text} for a in ARTICLES[:6]])
+    second = _write(tmp_path / "day2.jsonl", [
+        {"id": "again-0", "text": ARTICLES[0].text},
+        {"id": "typo-1", "text": zhtexts.edit_chars(ARTICLES[1].text, 1, seed=3)},
+        {"id": ARTICLES[6].id, "text": ARTICLES[6].text},
+    ])
+    assert main(["scan", str(first), "--store", str(store)]) == 0
+    assert {o["status"] for o in _read(capsys.readouterr().out)} == {"unique"}
+    assert (store / "index.npz").exists() and (store / "bloom.bin").exists()
+    assert main(["scan", str(second), "--store", str(store)]) == 0
+    out = _read(capsys.readouterr().out)
+    assert out[0] == {"id": "again-0", "status": "exact", "dup_of": ARTICLES[0].id, "distance": 0}
+    assert (out[1]["status"], out[1]["dup_of"]) == ("near", ARTICLES[1].id)
+    assert out[2]["status"] == "unique"
+    # without the store the second day knows nothing
+    assert main(["scan", str(second)]) == 0
+    assert {o["status"] for o in _read(capsys.readouterr().out)} == {"unique"}
+
+
+def test_corrupt_store_is_an_error_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "index.npz").write_bytes(b"this is not an index")
+    source = _write(tmp_path / "in.jsonl", [{"id": "a", "text": ARTICLES[0].text}])
+    assert main(["scan", str(source), "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert f"zhdedup: error: {store / 'index.npz'}" in err and "Move or delete this file" in err
+
+
+def test_dedup_options_reach_the_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    article = ARTICLES[3]
+    source = _write(tmp_path / "in.jsonl", [{"id": "s", "text": article.text},
+                                            {"id": "t", "text": zhtexts.traditional(article.text)}])
+    assert main(["scan", str(source)]) == 0
+    assert _read(capsys.readouterr().out)[1]["dup_of"] == "s"
+    assert main(["scan", str(source), "--no-t2s", "--threshold", "0", "--features", "chars"]) == 0
+    assert _read(capsys.readouterr().out)[1]["status"] != "exact"
+
+
+def test_missing_input_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scan", str(tmp_path / "nope.jsonl")]) == 2
+    assert "zhdedup: error:" in capsys.readouterr().err
+
+
+def test_bom_and_undecodable_bytes_in_the_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "in.jsonl"
+    good = json.dumps({"id": "a", "text": ARTICLES[0].text}, ensure_ascii=False).encode("utf-8")
+    broken = json.dumps({"id": "b", "text": ARTICLES[1].text}, ensure_ascii=False).encode("utf-8").replace(
+        "。".encode("utf-8"), b"\xff", 1)
+    source.write_bytes(b"\xef\xbb\xbf" + good + b"\n" + broken + b"\n")
+    assert main(["scan", str(source)]) == 0
+    assert [o["status"] for o in _read(capsys.readouterr().out)] == ["unique", "unique"]
+
+
+# --- the console script --------------------------------------------------------------------------
+
+
+def test_console_script(tmp_path: Path) -> None:
+    """The installed `zhdedup` prints verdicts on stdout, bad lines and the summary on stderr."""
+    records = _records()
+    bad = _bad_file(tmp_path).read_text(encoding="utf-8").splitlines()
+    source = _write(tmp_path / "in.jsonl", records + bad)
+    proc = subprocess.run([str(ZHDEDUP), "scan", str(source)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    good = records + [{"id": "first", "text": ARTICLES[0].text}, {"id": "last", "text": ARTICLES[1].text}]
+    assert _read(proc.stdout) == _oracle(good)
+    for number, _, reason in BAD:
+        assert f"{source}:{len(records) + number}: {reason}" in proc.stderr
+    assert f"zhdedup scan: {len(good)} judged" in proc.stderr
+    assert f"{len(BAD)} bad lines skipped" in proc.stderr
+
+
+def test_20k_lines_run_with_bounded_memory(big_scan: dict[str, Any]) -> None:
+    proc = big_scan["proc"]
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stderr[-3000:]
+    peak_mb = int(stdout.strip().splitlines()[-1]) / 1024
+    out = _read((big_scan["workdir"] / "out.jsonl").read_text(encoding="utf-8"))
+    assert len(out) == big_scan["lines"] == BIG_LINES
+    statuses = {o["status"] for o in out}
+    assert statuses == {"unique", "exact", "near"}
+    assert (big_scan["workdir"] / "store" / "index.npz").exists()
+    assert peak_mb < MAX_RSS_MB, f"peak RSS {peak_mb:.0f} MB"

@@ -1,0 +1,112 @@
+"""The fast SimHash is bit for bit ``simhash.Simhash(features).value``."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import simhash
+
+from scrapy_zhdedup.features import Featurizer
+from scrapy_zhdedup.fingerprint import SimHasher, hamming
+from scrapy_zhdedup.text import TextCleaner
+
+import zhtexts
+
+N_DOCS = 520
+SHORT_CHARS = 190  # below DedupConfig.short_text_chars: the length "auto" fingerprints by shingles
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    cleaner = TextCleaner()
+    return [cleaner.clean(text=a.text) for a in zhtexts.articles(N_DOCS)]
+
+
+@pytest.mark.parametrize(("mode", "chars"), [("words", None), ("chars", SHORT_CHARS)], ids=["words", "chars"])
+def test_equals_the_simhash_package_on_real_documents(texts: list[str], mode: str, chars: int | None) -> None:
+    """Character shingles are what short texts get, so those run on each article's lead."""
+    featurizer = Featurizer(mode)  # type: ignore[arg-type]
+    hasher = SimHasher()
+    for text in texts:
+        features = featurizer(text[:chars])
+        assert hasher(features) == simhash.Simhash(features).value
+    assert len(texts) >= 500
+
+
+def test_cached_and_uncached_digests_agree(texts: list[str]) -> None:
+    featurizer = Featurizer("words")
+    warm = SimHasher()
+    features = [featurizer(t) for t in texts[:40]]
+    first = [warm(f) for f in features]
+    assert [warm(f) for f in features] == first == [SimHasher()(f) for f in features]
+
+
+def _random_features(rng: random.Random, n: int, weights: tuple[int, int]) -> dict[str, int]:
+    return {f"特征{rng.randrange(10**9)}词": rng.randint(*weights) for _ in range(n)}
+
+
+@pytest.mark.parametrize(
+    "features",
+    [
+        {"国家统计局": 1},
+        {"国家统计局": 255},
+        {"增长": 7, "同比": 7},  # ties: a bit set by exactly half the weight stays 0
+        {"经济": 1, "发展": 2, "改革": 3, "开放": 255},
+        {f"第{i}条": 255 for i in range(300)},  # all at the maximum weight
+        {f"第{i}条": 1 for i in range(5000)},
+        {"GDP": 40, "gdp": 40, "６.４": 60, "😀": 9, "": 3},  # case, width, astral, empty feature
+    ],
+    ids=["one", "one-max", "tie", "mixed", "all-255", "many-ones", "odd-keys"],
+)
+def test_equals_the_simhash_package_on_edge_cases(features: dict[str, int]) -> None:
+    assert SimHasher()(features) == simhash.Simhash(features).value
+
+
+@pytest.mark.parametrize("n", [65_000, 70_000], ids=["float32-sums", "float64-sums"])
+def test_many_features_at_weight_255_cross_the_exact_float32_range(n: int) -> None:
+    """n * 255 is below 2**24 for 65,000 features and above it for 70,000."""
+    features = {f"特征{i}": 255 for i in range(n)}
+    assert SimHasher()(features) == simhash.Simhash(features).value
+
+
+def test_random_weights_match() -> None:
+    rng = random.Random(20261121)
+    hasher = SimHasher()
+    for _ in range(200):
+        features = _random_features(rng, rng.randint(1, 400), (1, 255))
+        assert hasher(features) == simhash.Simhash(features).value
+
+
+def test_empty_features_give_zero() -> None:
+    assert SimHasher()({}) == 0
+
+
+def test_fingerprint_is_a_64_bit_unsigned_integer(texts: list[str]) -> None:
+    hasher, featurizer = SimHasher(), Featurizer()
+    values = {hasher(featurizer(t)) for t in texts[:100]}
+    assert all(0 <= v < 2**64 for v in values)
+    assert len(values) == 100  # distinct articles, distinct fingerprints
+    assert any(v >= 2**63 for v in values)  # the top bit is used
+
+
+def test_hamming() -> None:
+    assert hamming(0, 0) == 0
+    assert hamming(0, 2**64 - 1) == 64
+    assert hamming(0b1011, 0b0110) == 3
+    assert hamming(2**63, 0) == 1
+    assert hamming(2**64 + 5, 5) == 0  # only the low 64 bits count
+    rng = random.Random(7)
+    for _ in range(500):
+        a, b = rng.getrandbits(64), rng.getrandbits(64)
+        assert hamming(a, b) == hamming(b, a) == simhash.Simhash(a).distance(simhash.Simhash(b))
+
+
+def test_similar_articles_are_close_and_different_ones_far(texts: list[str]) -> None:
+    hasher, featurizer = SimHasher(), Featurizer()
+    fps = [hasher(featurizer(t)) for t in texts[:60]]
+    edited = [hasher(featurizer(zhtexts.edit_chars(t, 2, seed=i))) for i, t in enumerate(texts[:60])]
+    near = sorted(hamming(a, b) for a, b in zip(fps, edited))
+    far = sorted(hamming(a, b) for a, b in zip(fps, fps[1:]))
+    assert near[len(near) // 2] <= 3
+    assert far[len(far) // 2] >= 24

@@ -1,0 +1,279 @@
+"""Real Scrapy crawls of a local news site through ``ZhDedupPipeline`` (no mocks).
+
+The site is served by the standard library on 127.0.0.1 from a temporary directory; the
+crawls run in a subprocess (tests/zhcrawl.py) because a Twisted reactor cannot be restarted.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scrapy_zhdedup import Deduper, EmptyTextError
+
+import zhtexts
+from zhtexts import news_page
+
+TESTS = Path(__file__).resolve().parent
+HEARTBEAT = 0.05  # seconds between reactor heartbeat ticks in the crawl process
+
+
+EMPTY_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>页面不存在</title>
+<script>setTimeout(function(){location.href="/"}, 3000);</script><style>body{margin:0}</style></head>
+<body><div class="article"><img src="/404.png"></div></body></html>"""
+
+
+@dataclass(frozen=True)
+class Page:
+    path: str
+    body: bytes
+    note: str
+
+
+def _pages() -> list[Page]:
+    a, b, c, d = zhtexts.articles(4, encodings=("gbk", "big5"))
+    big = zhtexts.articles(60, offset=200)
+    big_body = "".join(f"<p>{p}</p>\n" for x in big for p in zhtexts.paragraphs(x.text))
+    big_body *= 5_000_000 // len(big_body.encode("utf-8")) + 1
+    big_page = ('<html><head><meta charset="utf-8"><title>合集</title></head>'
+                f'<body><div class="article">{big_body}</div></body></html>')
+    c_tw = zhtexts.traditional_tw(news_page(c.title, c.text, charset="big5"))
+    return [
+        Page("xinwen/a.html", news_page(a.title, a.text).encode("utf-8"), "unique"),
+        Page("xinwen/b.html", news_page(b.title, b.text).encode("utf-8"), "unique"),
+        Page("xinwen/c.html", news_page(c.title, c.text).encode("utf-8"), "unique"),
+        Page("caijing/a-typo.html", news_page(a.title, zhtexts.edit_chars(a.text, 1, seed=7), site="caijing",
+                                              charset="gbk").encode("gbk"), "near a"),
+        Page("xinwen/a-copy.html", news_page(a.title, a.text).encode("utf-8"), "exact a"),
+        Page("caijing/b.html", news_page(b.title, b.text, site="caijing", charset="gbk").encode("gbk"), "exact b, GBK"),
+        Page("caijing/d.html", news_page(d.title, d.text, site="caijing", charset=None).encode("gbk"),
+             "unique, GBK without meta"),
+        Page("xinwen/c-big5.html", c_tw.encode("big5"), "c in traditional characters, Big5"),
+        Page("xinwen/empty.html", EMPTY_PAGE.encode("utf-8"), "no text"),
+        Page("xinwen/notext.html", news_page(a.title, a.text).encode("utf-8"), "item without html field"),
+        Page("big.html", big_page.encode("utf-8"), "5 MB page"),
+    ]
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Page]]]:
+    root = tmp_path_factory.mktemp("site")
+    pages = _pages()
+    for page in pages:
+        (root / page.path).parent.mkdir(parents=True, exist_ok=True)
+        (root / page.path).write_bytes(page.body)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", pages
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _crawl(workdir: Path, crawls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """Run the crawls in one fresh process; their results and the process log."""
+    for i, crawl in enumerate(crawls):
+        crawl.setdefault("out", str(workdir / f"{crawl['name']}-{i}.json"))
+    config = workdir / "crawl-config.json"
+    config.write_text(json.dumps({"crawls": crawls, "heartbeat": HEARTBEAT}), encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(TESTS / "zhcrawl.py"), str(config)], cwd=workdir,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    return [json.loads(Path(c["out"]).read_text(encoding="utf-8")) for c in crawls], proc.stderr
+
+
+def _expected(base: str, pages: list[Page], urls: list[str]) -> dict[str, tuple[str, str | None]]:
+    """What the engine, asked directly in the same order, says about each page."""
+    deduper = Deduper()
+    by_url = {base + p.path: p for p in pages}
+    out = {}
+    for url in urls:
+        try:
+            v = deduper.check(url, html=by_url[url].body)
+        except EmptyTextError:
+            continue
+        out[url] = (v.status, v.dup_of)
+    return out
+
+
+# --- drop mode, persisted across two crawls ------------------------------------------------------
+
+Result = dict[str, Any]  # one crawl's record, as tests/zhcrawl.py writes it
+
+
+@dataclass(frozen=True)
+class DropCrawls:
+    base: str
+    urls: list[str]
+    first: Result
+    second: Result  # same pages, same JOBDIR
+    log: str  # of the first crawl
+    workdir: Path
+    expected: dict[str, tuple[str, str | None]]  # the engine's own verdicts, asked directly
+
+
+@pytest.fixture(scope="module")
+def drop_crawls(site: tuple[str, list[Page]], tmp_path_factory: pytest.TempPathFactory) -> DropCrawls:
+    base, pages = site
+    workdir = tmp_path_factory.mktemp("drop")
+    urls = [base + p.path for p in pages]
+    crawl = {"name": "news", "urls": urls, "item": "dict", "no_text": [base + "xinwen/notext.html"],
+             "settings": {"JOBDIR": str(workdir / "job")}}
+    first, log = _crawl(workdir, [dict(crawl, out=str(workdir / "first.json"))])
+    second, _ = _crawl(workdir, [dict(crawl, out=str(workdir / "second.json"))])
+    expected = _expected(base, pages, [u for u in urls if not u.endswith("notext.html")])
+    return DropCrawls(base, urls, first[0], second[0], log, workdir, expected)
+
+
+def test_drop_mode_keeps_firsts_and_drops_repeats(drop_crawls: DropCrawls) -> None:
+    base, expected = drop_crawls.base, drop_crawls.expected
+    kept = [item["url"] for item in drop_crawls.first["items"]]
+    dropped = {d["url"]: d["reason"] for d in drop_crawls.first["dropped"]}
+
+    assert expected[base + "caijing/a-typo.html"] == ("near", base + "xinwen/a.html")
+    assert expected[base + "xinwen/a-copy.html"] == ("exact", base + "xinwen/a.html")
+    assert expected[base + "caijing/b.html"] == ("exact", base + "xinwen/b.html")
+    assert expected[base + "xinwen/c-big5.html"][1] == base + "xinwen/c.html"
+    assert expected[base + "caijing/d.html"] == ("unique", None)
+    assert sorted(kept) == sorted(u for u in drop_crawls.urls if u not in dropped)  # nothing lost
+    assert set(dropped) == {u for u, (status, _) in expected.items() if status != "unique"}
+    for url, reason in dropped.items():
+        status, dup_of = expected[url]
+        assert reason.startswith(f"zhdedup: {status} duplicate of {dup_of} (distance ")
+        assert f"Dropped: {reason}" in drop_crawls.log
+    assert base + "xinwen/empty.html" in kept and base + "xinwen/notext.html" in kept
+
+
+def test_drop_mode_stats(drop_crawls: DropCrawls) -> None:
+    first = drop_crawls.first
+    stats = first["stats"]
+    statuses = [status for status, _ in drop_crawls.expected.values()]
+    for status in ("unique", "exact", "near"):
+        assert stats.get(f"zhdedup/{status}", 0) == statuses.count(status), status
+    assert stats["zhdedup/judged"] == len(statuses)
+    assert stats["zhdedup/skipped/empty_text"] == 1
+    assert stats["zhdedup/skipped/missing_fields"] == 1
+    assert stats["item_dropped_count"] == len(first["dropped"]) == statuses.count("exact") + statuses.count("near")
+    assert stats["item_scraped_count"] == len(drop_crawls.urls) - len(first["dropped"])
+
+
+def test_skipped_items_are_logged(drop_crawls: DropCrawls) -> None:
+    assert f"zhdedup: {drop_crawls.base}xinwen/empty.html passed through unjudged" in drop_crawls.log
+    assert "zhdedup: item without 'url' or 'text'/'html' passed through unjudged" in drop_crawls.log
+
+
+def test_second_crawl_with_the_same_jobdir_finds_everything_exact(drop_crawls: DropCrawls) -> None:
+    base, first, second = drop_crawls.base, drop_crawls.first, drop_crawls.second
+    assert (drop_crawls.workdir / "job" / "zhdedup" / "index.npz").exists()
+    assert (drop_crawls.workdir / "job" / "zhdedup" / "bloom.bin").exists()
+    stats = second["stats"]
+    assert stats["zhdedup/judged"] == stats["zhdedup/exact"] == first["stats"]["zhdedup/judged"]
+    assert "zhdedup/unique" not in stats and "zhdedup/near" not in stats
+    assert sorted(item["url"] for item in second["items"]) == [base + "xinwen/empty.html", base + "xinwen/notext.html"]
+    first_kept = {i["url"] for i in first["items"]}
+    for d in second["dropped"]:
+        assert d["reason"].startswith("zhdedup: exact duplicate of ")
+        original = d["reason"].removeprefix("zhdedup: exact duplicate of ").split(" (")[0]
+        assert original == d["url"] or original in first_kept  # itself if it was stored, else its first copy
+
+
+def test_reactor_keeps_ticking_while_a_large_page_is_judged(drop_crawls: DropCrawls) -> None:
+    first = drop_crawls.first
+    entered, left = first["timing"][drop_crawls.base + "big.html"]
+    window = left - entered
+    ticks = [t for t in first["ticks"] if entered <= t <= left]
+    gaps = [b - a for a, b in zip([entered, *ticks], [*ticks, left])]
+    # The 5 MB page takes a noticeable time to judge; a blocked reactor would not tick at all.
+    assert window > 4 * HEARTBEAT, f"judging took only {window:.3f} s: the test cannot tell"
+    assert len(ticks) >= max(2, 0.25 * window / HEARTBEAT), (len(ticks), window)
+    assert max(gaps) < max(0.5 * window, 1.0), (max(gaps), window)
+
+
+# --- annotate mode and item types -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnnotateCrawls:
+    base: str
+    urls: list[str]
+    results: dict[str, Result]  # by crawl name
+    log: str
+
+
+@pytest.fixture(scope="module")
+def annotate_crawls(site: tuple[str, list[Page]], tmp_path_factory: pytest.TempPathFactory) -> AnnotateCrawls:
+    base, _ = site
+    workdir = tmp_path_factory.mktemp("annotate")
+    urls = [base + p for p in ("xinwen/a.html", "caijing/a-typo.html", "xinwen/a-copy.html", "xinwen/b.html",
+                               "xinwen/empty.html", "xinwen/notext.html")]
+    common = {"urls": urls, "no_text": [base + "xinwen/notext.html"]}
+    annotate = {"ZHDEDUP_MODE": "annotate"}
+    crawls = [
+        dict(common, name="dicts", item="dict", as_str=True, settings=annotate),
+        dict(common, name="items", item="item", settings=annotate),
+        dict(common, name="dataclasses", item="dataclass", settings=annotate),
+        dict(common, name="attrs", item="attrs", settings=annotate),
+        dict(common, name="renamed", item="dict",
+             settings={**annotate, "ZHDEDUP_FIELDS": {"status": "verdict", "cluster": "story"}}),
+        dict(common, name="bare", item="bare_item", settings=annotate),
+    ]
+    results, log = _crawl(workdir, crawls)
+    return AnnotateCrawls(base, urls, dict(zip((c["name"] for c in crawls), results)), log)
+
+
+@pytest.mark.parametrize(("name", "type_name"), [
+    ("dicts", "dict"), ("items", "NewsItem"), ("dataclasses", "NewsRecord"), ("attrs", "NewsAttrs"),
+])
+def test_annotate_mode_keeps_every_item_and_sets_the_fields(annotate_crawls: AnnotateCrawls, name: str,
+                                                             type_name: str) -> None:
+    base, result = annotate_crawls.base, annotate_crawls.results[name]
+    assert result["dropped"] == [] and result["errors"] == []
+    items = {item["url"]: item for item in result["items"]}
+    assert sorted(items) == sorted(annotate_crawls.urls) and {item["type"] for item in items.values()} == {type_name}
+    a = base + "xinwen/a.html"
+    got = {url: (i.get("dedup_status"), i.get("dup_of"), i.get("dup_distance"), i.get("cluster_id"))
+           for url, i in items.items()}
+    assert got[a] == ("unique", None, None, a)
+    status, dup_of, distance, cluster = got[base + "caijing/a-typo.html"]
+    assert (status, dup_of, cluster) == ("near", a, a) and isinstance(distance, int) and 0 <= distance <= 12
+    assert got[base + "xinwen/a-copy.html"] == ("exact", a, 0, a)
+    assert got[base + "xinwen/b.html"] == ("unique", None, None, base + "xinwen/b.html")
+    assert got[base + "xinwen/empty.html"] == got[base + "xinwen/notext.html"] == (None, None, None, None)
+    stats = result["stats"]
+    assert (stats["zhdedup/unique"], stats["zhdedup/near"], stats["zhdedup/exact"]) == (2, 1, 1)
+    assert stats.get("item_dropped_count", 0) == 0
+
+
+def test_annotate_mode_with_renamed_fields(annotate_crawls: AnnotateCrawls) -> None:
+    items = {item["url"]: item for item in annotate_crawls.results["renamed"]["items"]}
+    copy = items[annotate_crawls.base + "xinwen/a-copy.html"]
+    assert (copy["verdict"], copy["story"]) == ("exact", annotate_crawls.base + "xinwen/a.html")
+    assert not set(copy) & {"dedup_status", "dup_of", "dup_distance", "cluster_id"}
+
+
+def test_item_without_the_annotation_fields_is_a_clear_error(annotate_crawls: AnnotateCrawls) -> None:
+    base, result = annotate_crawls.base, annotate_crawls.results["bare"]
+    judged = [u for u in annotate_crawls.urls if not u.endswith(("empty.html", "notext.html"))]
+    assert [e["url"] for e in result["errors"]] == judged
+    for error in result["errors"]:
+        assert "zhdedup cannot set 'dedup_status' on BareItem: declare the field" in error["message"]
+    assert "declare the field, or rename/remove it in ZHDEDUP_FIELDS" in annotate_crawls.log
+    # items the pipeline did not judge still pass
+    assert sorted(i["url"] for i in result["items"]) == [base + "xinwen/empty.html", base + "xinwen/notext.html"]

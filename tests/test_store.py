@@ -1,0 +1,523 @@
+"""Band index, key table, Bloom filter and the embedded store, including its files on disk."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import random
+import struct
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import pytest
+from pybloom_live import ScalableBloomFilter
+
+from scrapy_zhdedup import DedupConfig, Deduper, StoreError
+from scrapy_zhdedup.bandindex import BandIndex, Hit
+from scrapy_zhdedup.bands import BandLayout
+from scrapy_zhdedup.bloom import ExactFilter
+from scrapy_zhdedup.keytable import KeyTable
+from scrapy_zhdedup.persist import atomic_write
+from scrapy_zhdedup.store import BLOOM_FILE, INDEX_FILE, EmbeddedStore
+from scrapy_zhdedup.text import content_hash
+
+import zhtexts
+
+ARTICLES = zhtexts.articles(40)
+
+
+def _flip(fp: int, bits: list[int]) -> int:
+    for bit in bits:
+        fp ^= 1 << bit
+    return fp
+
+
+def _brute_nearest(fps: np.ndarray, fp: int, k: int) -> Hit | None:
+    dist = np.bitwise_count(fps ^ np.uint64(fp))
+    best = int(np.argmin(dist))
+    return Hit(best, int(dist[best])) if dist[best] <= k else None
+
+
+# --- BandIndex ----------------------------------------------------------------------------------
+
+
+def test_nearest_finds_the_closest_within_k() -> None:
+    index = BandIndex(BandLayout(k=3))
+    base = 0x9E3779B97F4A7C15
+    assert index.nearest(base) is None  # empty index
+    assert index.add(_flip(base, [1, 20, 40])) == 0
+    assert index.add(_flip(base, [5])) == 1
+    assert index.add(_flip(base, [2, 33, 50, 60])) == 2  # distance 4: beyond k
+    assert index.nearest(base) == Hit(1, 1)
+    assert index.nearest(_flip(base, [1, 20, 40])) == Hit(0, 0)
+    assert index.nearest(_flip(base, [2, 33, 50, 60])) == Hit(2, 0)
+    assert index.nearest(_flip(base, [5, 6, 7, 8, 9])) is None  # 4 from row 1, more from the rest
+    assert len(index) == 3 and index.fingerprint(1) == _flip(base, [5])
+
+
+def test_nearest_returns_none_beyond_k() -> None:
+    rng = random.Random(11)
+    for k in (0, 1, 3, 6):
+        index = BandIndex(BandLayout(k=k))
+        fp = rng.getrandbits(64)
+        index.add(fp)
+        assert index.nearest(_flip(fp, rng.sample(range(64), k))) == Hit(0, k)
+        assert index.nearest(_flip(fp, rng.sample(range(64), k + 1))) is None
+
+
+def test_ties_go_to_the_oldest_row() -> None:
+    index = BandIndex(BandLayout(k=3))
+    base = 0x0123456789ABCDEF
+    index.add(_flip(base, [3, 9]))
+    index.add(_flip(base, [17, 44]))
+    index.add(base ^ 0)
+    index.add(base)
+    assert index.nearest(_flip(base, [3, 9, 17, 44])) == Hit(0, 2)
+    assert index.nearest(base) == Hit(2, 0)  # two identical rows: the first
+
+
+def test_nearest_agrees_with_brute_force_on_many_rows() -> None:
+    rng = np.random.default_rng(5)
+    fps = rng.integers(0, 2**64, size=20_000, dtype=np.uint64, endpoint=False)
+    layout = BandLayout(k=3)
+    index = BandIndex.from_fingerprints(layout, fps)
+    prng = random.Random(5)
+    for _ in range(300):
+        row = prng.randrange(len(fps))
+        query = _flip(int(fps[row]), prng.sample(range(64), prng.randint(0, 5)))
+        assert index.nearest(query) == _brute_nearest(fps, query, 3)
+
+
+def test_bulk_build_equals_incremental_build() -> None:
+    rng = random.Random(9)
+    layout = BandLayout(k=3)
+    fps = [rng.getrandbits(64) for _ in range(6_000)]
+    fps += [_flip(fp, rng.sample(range(64), 2)) for fp in fps[:1_000]]  # near pairs
+    incremental = BandIndex(layout)
+    for fp in fps:
+        incremental.add(fp)
+    bulk = BandIndex.from_fingerprints(layout, np.array(fps, dtype=np.uint64))
+    assert np.array_equal(bulk.fingerprints(), incremental.fingerprints())
+    assert len(bulk) == len(incremental) == len(fps)
+    for fp in fps[::7] + [_flip(fp, [0, 63]) for fp in fps[:500]] + [rng.getrandbits(64) for _ in range(300)]:
+        assert bulk.nearest(fp) == incremental.nearest(fp)
+    # both keep accepting rows after the build
+    assert bulk.add(fps[0]) == incremental.add(fps[0]) == len(fps)
+
+
+def test_closest_limits_to_the_given_rows_and_distance() -> None:
+    index = BandIndex(BandLayout(k=3))
+    base = 2**64 - 1
+    for bits in ([], [1, 2, 3, 4, 5, 6], [10, 11]):
+        index.add(_flip(base, bits))
+    assert index.closest([1, 2], base, 12) == Hit(2, 2)
+    assert index.closest([1], base, 12) == Hit(1, 6)
+    assert index.closest([1], base, 5) is None
+    assert index.closest([], base, 64) is None
+
+
+# --- KeyTable ----------------------------------------------------------------------------------
+
+
+def test_compaction_keeps_rows_oldest_first() -> None:
+    table = KeyTable(np.uint32)
+    rng = random.Random(3)
+    expected: dict[int, list[int]] = {}
+    for row in range(20_000):  # crosses the pending limit several times
+        keys = {rng.randrange(500) for _ in range(3)}
+        table.add_many(keys, row)
+        for key in keys:
+            expected.setdefault(key, []).append(row)
+    for key in list(expected)[:50]:
+        assert table.get_many([key]) == expected[key]
+    table.compact()
+    assert not table._pending
+    for key in expected:
+        assert table.get_many([key]) == expected[key]
+    assert len(table) == sum(map(len, expected.values()))
+
+
+def test_pending_and_compacted_rows_are_both_found() -> None:
+    table = KeyTable(np.uint64)
+    table.add_many([2**64 - 1, 7], 0)
+    table.compact()
+    table.add_many([2**64 - 1], 1)
+    assert sorted(table.get_many([2**64 - 1])) == [0, 1]
+    assert table.get_many([7, 8]) == [0]
+    assert table.get_many([]) == []
+
+
+def test_limit_skips_keys_shared_by_too_many_rows() -> None:
+    table = KeyTable(np.uint32)
+    for row in range(10):
+        table.add_many([1], row)
+        if row < 3:
+            table.add_many([2], row)
+        if row == 5:
+            table.compact()  # key 1 is half compacted, half pending
+    assert table.get_many([1, 2], limit=3) == [0, 1, 2]
+    assert sorted(table.get_many([1, 2], limit=10)) == sorted(list(range(10)) + [0, 1, 2])
+
+
+def test_build_equals_adding() -> None:
+    rng = np.random.default_rng(1)
+    keys = rng.integers(0, 1000, size=5000).astype(np.uint32)
+    rows = np.arange(5000, dtype=np.uint32)
+    built = KeyTable.build(keys, rows)
+    added = KeyTable(np.uint32)
+    for k, r in zip(keys.tolist(), rows.tolist()):
+        added.add_many([k], r)
+    for key in range(0, 1000, 13):
+        assert built.get_many([key]) == added.get_many([key])
+
+
+# --- Bloom filter ------------------------------------------------------------------------------
+
+
+def test_bloom_round_trip(tmp_path: Path) -> None:
+    bloom = ExactFilter(error_rate=0.01, initial_capacity=1000)
+    hashes = [content_hash(a.text) for a in ARTICLES]
+    for h in hashes:
+        assert not bloom.add(h)
+    assert bloom.add(hashes[0])  # already there
+    bloom.save(tmp_path / BLOOM_FILE)
+    again = ExactFilter.load(tmp_path / BLOOM_FILE)
+    assert all(h in again for h in hashes)
+    assert len(again) == len(bloom) and again.error_rate == 0.01 and again.initial_capacity == 1000
+    assert sum(content_hash(f"{a.text}。") in again for a in ARTICLES) <= 2
+
+
+@pytest.mark.parametrize("kwargs", [{"error_rate": 0}, {"error_rate": 1}, {"initial_capacity": 0}])
+def test_bloom_settings_are_checked(kwargs: dict) -> None:
+    with pytest.raises(ValueError, match="bloom"):
+        ExactFilter(**kwargs)
+
+
+# --- EmbeddedStore -----------------------------------------------------------------------------
+
+
+def test_store_matches_name_the_earlier_document_and_its_cluster() -> None:
+    store = EmbeddedStore(BandLayout(k=3))
+    a = 0xF0F0F0F0F0F0F0F0
+    b = _flip(a, [0, 1, 2])
+    c = _flip(b, [30, 31, 32])  # 3 from b, 6 from a
+    store.add("a", "a" * 32, a)
+    near_b = store.find_near(b)
+    assert (near_b.doc_id, near_b.cluster, near_b.distance) == ("a", "a", 3)
+    store.add("b", "b" * 32, b, repeats=near_b)
+    near_c = store.find_near(c)
+    assert (near_c.doc_id, near_c.cluster, near_c.distance) == ("b", "a", 3)  # the chain leads to a
+    store.add("c", "c" * 32, c, repeats=near_c)
+    exact = store.find_exact("c" * 32)
+    assert (exact.doc_id, exact.cluster, exact.distance) == ("c", "a", 0)
+    assert store.find_exact("d" * 32) is None
+    assert len(store) == 3
+
+
+def _judge_all(deduper: Deduper, docs: list[tuple[str, str]]) -> list[tuple]:
+    return [(v.doc_id, v.status, v.dup_of, v.distance, v.cluster)
+            for v in (deduper.check(doc_id, text=text) for doc_id, text in docs)]
+
+
+def _docs() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    first = [(a.id, a.text) for a in ARTICLES[:30]]
+    first += [(f"{a.id}-typo", zhtexts.edit_chars(a.text, 1, seed=i)) for i, a in enumerate(ARTICLES[:10])]
+    second = [(f"{a.id}-again", a.text) for a in ARTICLES[:30]]  # exact repeats
+    second += [(f"{a.id}-trad", zhtexts.traditional(a.text)) for a in ARTICLES[10:20]]
+    second += [(a.id, a.text) for a in ARTICLES[30:]]  # new
+    return first, second
+
+
+def test_save_and_open_give_the_same_verdicts(tmp_path: Path) -> None:
+    first, second = _docs()
+    one_run = Deduper()
+    expected = _judge_all(one_run, first + second)
+
+    run1 = Deduper.open(DedupConfig(), tmp_path)
+    assert _judge_all(run1, first) == expected[: len(first)]
+    run1.save()
+    assert (tmp_path / INDEX_FILE).exists() and (tmp_path / BLOOM_FILE).exists()
+    run2 = Deduper.open(DedupConfig(), tmp_path)
+    assert len(run2.store) == len(run1.store)
+    assert _judge_all(run2, second) == expected[len(first):]
+    statuses = {s for _, s, *_ in expected[len(first):]}
+    assert "exact" in statuses and "unique" in statuses
+
+
+def test_saving_twice_and_reopening_keeps_everything(tmp_path: Path) -> None:
+    first, second = _docs()
+    run = Deduper.open(DedupConfig(), tmp_path)
+    _judge_all(run, first)
+    run.save()
+    run.save()
+    run = Deduper.open(DedupConfig(), tmp_path)
+    _judge_all(run, second)
+    run.save()
+    run = Deduper.open(DedupConfig(), tmp_path)
+    stored = sum(status != "exact" for _, status, *_ in _judge_all(Deduper(), first + second))
+    assert len(run.store) == stored
+    assert all(v[1] == "exact" for v in _judge_all(run, first + second))
+
+
+def test_empty_store_round_trip(tmp_path: Path) -> None:
+    Deduper.open(DedupConfig(), tmp_path).save()
+    again = Deduper.open(DedupConfig(), tmp_path)
+    assert len(again.store) == 0
+    assert again.check("x", text=ARTICLES[0].text).status == "unique"
+
+
+def test_memory_only_store_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    deduper = Deduper.open(DedupConfig(), None)
+    deduper.check("x", text=ARTICLES[0].text)
+    deduper.save()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ids_with_unicode_and_empty_parts_survive(tmp_path: Path) -> None:
+    run = Deduper.open(DedupConfig(), tmp_path)
+    ids = ["https://新闻.example/文章?id=1", "", "  ", "a\tb"]
+    for doc_id, article in zip(ids, ARTICLES):
+        run.check(doc_id, text=article.text)
+    run.save()
+    again = Deduper.open(DedupConfig(), tmp_path)
+    assert [again.check(f"r{i}", text=a.text).dup_of for i, a in enumerate(ARTICLES[:4])] == ids
+    with pytest.raises(ValueError, match="NUL"):
+        again.check("a\x00b", text=ARTICLES[5].text)
+
+
+def _banded_only(threshold: int) -> DedupConfig:
+    return DedupConfig(threshold=threshold, passages=False)
+
+
+def test_changing_the_threshold_between_runs(tmp_path: Path) -> None:
+    """The band tables are rebuilt for the new k, so a pair at distance 4-8 is found only by the wider run."""
+    probe = Deduper(_banded_only(3))
+    pairs = []
+    for i, article in enumerate(ARTICLES):
+        edited = zhtexts.edit_chars(article.text, 8, seed=i)
+        a, b = (probe.fingerprinter.fingerprint(probe.fingerprinter.clean(text=t)) for t in (article.text, edited))
+        if 4 <= bin(a ^ b).count("1") <= 8:
+            pairs.append((article, edited))
+    assert len(pairs) >= 3
+
+    run1 = Deduper.open(_banded_only(3), tmp_path)
+    for article, _ in pairs:
+        run1.check(article.id, text=article.text)
+    run1.save()
+    narrow = Deduper.open(_banded_only(3), tmp_path)
+    assert {narrow.check(f"{a.id}-e", text=e).status for a, e in pairs} == {"unique"}
+    wide = Deduper.open(_banded_only(8), tmp_path)
+    verdicts = [wide.check(f"{a.id}-e", text=e) for a, e in pairs]
+    assert [(v.status, v.dup_of) for v in verdicts] == [("near", a.id) for a, _ in pairs]
+    assert all(4 <= v.distance <= 8 for v in verdicts)
+
+
+def test_changing_the_band_count_between_runs(tmp_path: Path) -> None:
+    run1 = Deduper.open(DedupConfig(bands=4), tmp_path)
+    for a in ARTICLES[:10]:
+        run1.check(a.id, text=a.text)
+    run1.save()
+    run2 = Deduper.open(DedupConfig(bands=7), tmp_path)
+    verdicts = [run2.check(f"{a.id}-1", text=zhtexts.edit_chars(a.text, 1, seed=3)) for a in ARTICLES[:10]]
+    assert sum(v.dup_of == a.id for v, a in zip(verdicts, ARTICLES)) >= 8
+
+
+# --- files that cannot be used -----------------------------------------------------------------
+
+
+@pytest.fixture
+def saved(tmp_path: Path) -> Path:
+    deduper = Deduper.open(DedupConfig(), tmp_path / "store")
+    for a in ARTICLES[:5]:
+        deduper.check(a.id, text=a.text)
+    deduper.save()
+    return tmp_path / "store"
+
+
+def _npz(**arrays: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _edited_index(saved: Path, **replace: np.ndarray) -> bytes:
+    with np.load(saved / INDEX_FILE) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    arrays.update(replace)
+    return _npz(**arrays)
+
+
+def _assert_store_error(directory: Path, name: str) -> None:
+    with pytest.raises(StoreError) as info:
+        Deduper.open(DedupConfig(), directory)
+    message = str(info.value)
+    assert str(directory / name) in message
+    assert "Move or delete this file" in message and "--store" in message
+    assert info.value.path == directory / name
+
+
+def _bytes_flipped(data: bytes, at: float) -> bytes:
+    out = bytearray(data)
+    out[int(len(out) * at)] ^= 0xFF
+    return bytes(out)
+
+
+@pytest.mark.parametrize("corrupt", [
+    pytest.param(lambda raw, saved: raw[: len(raw) // 2], id="truncated-half"),
+    pytest.param(lambda raw, saved: raw[:-20], id="truncated-tail"),
+    pytest.param(lambda raw, saved: b"", id="empty"),
+    pytest.param(lambda raw, saved: random.Random(1).randbytes(4096), id="random-bytes"),
+    pytest.param(lambda raw, saved: _flipped_in_array(raw, "fingerprints.npy"), id="flipped-fingerprint-byte"),
+    pytest.param(lambda raw, saved: _flipped_in_array(raw, "ids.npy"), id="flipped-id-byte"),
+    pytest.param(lambda raw, saved: _npz(weights=np.arange(5)), id="zip-without-our-arrays"),
+    pytest.param(lambda raw, saved: _zip_with_text(), id="zip-with-a-text-file"),
+    pytest.param(lambda raw, saved: pickle.dumps({"fingerprints": [1, 2, 3]}), id="pickle"),
+    pytest.param(lambda raw, saved: _edited_index(saved, fingerprints=np.arange(2, dtype=np.uint64)),
+                 id="inconsistent-lengths"),
+    pytest.param(lambda raw, saved: _edited_index(saved, roots=np.array([0, 1, 2, 3, 99], dtype=np.uint32)),
+                 id="root-out-of-range"),
+    pytest.param(lambda raw, saved: _edited_index(saved, meta=np.frombuffer(b"{not json", dtype=np.uint8)),
+                 id="meta-not-json"),
+    pytest.param(lambda raw, saved: _edited_index(
+        saved, meta=np.frombuffer(json.dumps({"format": 99, "count": 5}).encode(), dtype=np.uint8)),
+                 id="future-format"),
+])
+def test_corrupt_index_file_is_a_store_error(saved: Path, corrupt: Callable[[bytes, Path], bytes]) -> None:
+    path = saved / INDEX_FILE
+    path.write_bytes(corrupt(path.read_bytes(), saved))
+    _assert_store_error(saved, INDEX_FILE)
+
+
+def _flipped_in_array(raw: bytes, member: str) -> bytes:
+    """One byte changed inside an array's data (the zip CRC must catch it)."""
+    info = zipfile.ZipFile(io.BytesIO(raw)).getinfo(member)
+    start = raw.index(b"\x93NUMPY", info.header_offset)
+    return _bytes_flipped(raw, (start + 128 + 3) / len(raw))
+
+
+def _zip_with_text() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("readme.txt", "这不是索引文件")
+    return buf.getvalue()
+
+
+def _npy() -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.arange(5, dtype=np.uint64))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("corrupt", [
+    pytest.param(lambda saved: _npy(), id="single-npy-array"),
+    pytest.param(lambda saved: _edited_index(saved, ids=np.frombuffer(b"\xff\xfe\x00a\x00b\x00c\x00d", dtype=np.uint8)),
+                 id="ids-not-utf8"),
+    pytest.param(lambda saved: _edited_index(saved, meta=np.frombuffer(b"[1, 2]", dtype=np.uint8)), id="meta-a-list"),
+    pytest.param(lambda saved: _edited_index(
+        saved, meta=np.frombuffer(json.dumps({"format": 1, "count": "five"}).encode(), dtype=np.uint8)),
+                 id="count-not-a-number"),
+])
+def test_foreign_or_edited_index_file_is_a_store_error(saved: Path, corrupt: Callable[[Path], bytes]) -> None:
+    """Anything that is not our index must be a StoreError with the reset hint, never a bare TypeError."""
+    (saved / INDEX_FILE).write_bytes(corrupt(saved))
+    _assert_store_error(saved, INDEX_FILE)
+
+
+def _bloom_with_meta(raw: bytes, edit: Callable[[dict], object]) -> bytes:
+    magic = b"ZHDEDUP-BLOOM\n"
+    (meta_len,) = struct.unpack_from("<I", raw, len(magic))
+    start = len(magic) + 4
+    meta = edit(json.loads(raw[start : start + meta_len]))
+    encoded = json.dumps(meta).encode()
+    return magic + struct.pack("<I", len(encoded)) + encoded + raw[start + meta_len :]
+
+
+def _foreign_pybloom() -> bytes:
+    bloom = ScalableBloomFilter()
+    bloom.add("x")
+    buf = io.BytesIO()
+    bloom.tofile(buf)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("corrupt", [
+    pytest.param(lambda raw: raw[: len(raw) // 2], id="truncated-payload"),
+    pytest.param(lambda raw: raw[:20], id="truncated-header"),
+    pytest.param(lambda raw: raw[:14], id="magic-only"),
+    pytest.param(lambda raw: b"", id="empty"),
+    pytest.param(lambda raw: _bytes_flipped(raw, 0.9), id="flipped-byte"),
+    pytest.param(lambda raw: random.Random(2).randbytes(3000), id="random-bytes"),
+    pytest.param(lambda raw: _foreign_pybloom(), id="bare-pybloom-live-file"),
+    pytest.param(lambda raw: _bloom_with_meta(raw, lambda m: {**m, "format": 2}), id="future-format"),
+    pytest.param(lambda raw: raw[:14] + struct.pack("<I", 10**9) + raw[18:], id="huge-header-length"),
+])
+def test_corrupt_bloom_file_is_a_store_error(saved: Path, corrupt: Callable[[bytes], bytes]) -> None:
+    path = saved / BLOOM_FILE
+    path.write_bytes(corrupt(path.read_bytes()))
+    _assert_store_error(saved, BLOOM_FILE)
+
+
+@pytest.mark.parametrize("edit", [
+    pytest.param(lambda m: [m], id="header-a-list"),
+    pytest.param(lambda m: {k: v for k, v in m.items() if k != "error_rate"}, id="header-without-error-rate"),
+])
+def test_edited_bloom_header_is_a_store_error(saved: Path, edit: Callable[[dict], object]) -> None:
+    path = saved / BLOOM_FILE
+    path.write_bytes(_bloom_with_meta(path.read_bytes(), edit))
+    _assert_store_error(saved, BLOOM_FILE)
+
+
+def test_a_directory_where_the_index_file_should_be(saved: Path) -> None:
+    (saved / INDEX_FILE).unlink()
+    (saved / INDEX_FILE).mkdir()
+    _assert_store_error(saved, INDEX_FILE)
+
+
+# --- the Bloom false-positive path --------------------------------------------------------------
+
+
+def test_bloom_says_seen_table_says_no_is_judged_normally(saved: Path) -> None:
+    """A Bloom file that outlived its index: the documents it remembers are judged afresh and counted."""
+    (saved / INDEX_FILE).unlink()
+    deduper = Deduper.open(DedupConfig(), saved)
+    verdict = deduper.check("again", text=ARTICLES[0].text)
+    assert verdict.status == "unique" and verdict.fingerprint is not None
+    assert deduper.store.bloom_false_positives == 1
+    assert deduper.check("again-2", text=ARTICLES[0].text).status == "exact"
+    assert deduper.store.bloom_false_positives == 1
+
+
+def test_real_bloom_false_positive_is_counted() -> None:
+    store = EmbeddedStore(BandLayout(k=3), ExactFilter(error_rate=0.5, initial_capacity=1))
+    for i, article in enumerate(ARTICLES[:20]):
+        store.add(article.id, content_hash(article.text), i)
+    rng = random.Random(4)
+    probes = [f"{rng.getrandbits(128):032x}" for _ in range(200)]
+    false_positive = [h for h in probes if h in store.bloom]
+    assert false_positive, "a Bloom filter this small must answer yes for some unseen hashes"
+    for h in false_positive:
+        assert store.find_exact(h) is None
+    assert store.bloom_false_positives == len(false_positive)
+
+
+# --- atomic replacement ---------------------------------------------------------------------------
+
+
+def test_a_failed_save_leaves_the_old_file_and_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / INDEX_FILE
+    atomic_write(target, lambda fh: fh.write(b"old contents"))
+
+    def fail_halfway(fh: BinaryIO) -> None:
+        fh.write(b"new half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(target, fail_halfway)
+    assert target.read_bytes() == b"old contents"
+    assert os.listdir(tmp_path) == [INDEX_FILE]
