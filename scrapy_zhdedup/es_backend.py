@@ -3,11 +3,12 @@
 Several crawler processes can judge against one index.  Per item:
 
 1. clean and hash (worker thread); a local Bloom filter of hashes seen here says whether the
-   fingerprint is likely needed at all;
+   fingerprint is likely needed at all (if not, the exact lookup goes first; else both at once);
 2. exact: the not-yet-visible documents this process buffered, then a realtime ``GET`` of
    ``_id = content hash`` (sees every flushed document of every writer, refreshed or not);
-3. near: one ``bool/should`` search over the band keyword fields, Hamming-verified, plus the
-   in-process band index of documents that searches cannot see yet;
+3. near: one search, ``bool/should`` over the band keyword fields (within the threshold) and over
+   the passage keys (enough shared passages, within the looser passage threshold; see passages.py),
+   Hamming-verified, plus the in-process index of documents that searches cannot see yet;
 4. the verdict, and the document goes into the bulk buffer (duplicates only in annotate mode).
 
 First copies are written with ``op_type=create`` under their hash, so two writers storing the same
@@ -15,10 +16,10 @@ text race on one ``_id`` and the loser gets a 409: that is how exact repeats are
 processes even inside the window where neither has flushed.
 
 Visibility.  A bulk is sent with ``refresh=true``, so once it returns its documents are visible to
-searches that start afterwards (``wait_for`` would cap a writer at one bulk per refresh interval).  Each judgement notes how many batches were visible when its
-lookups started and, when deciding, also consults every local batch after those.  Batches leave
-memory only when no judgement in flight could still need them, so nothing falls between "in the
-local buffer" and "visible to search".
+searches that start afterwards (``wait_for`` would cap a writer at one bulk per refresh interval).
+Each judgement notes how many batches were visible when its lookups started and, when deciding,
+also consults every local batch after those.  Batches leave memory only when no judgement in
+flight could still need them, so nothing falls between "in the local buffer" and "visible to search".
 
 Deciding and enqueueing is one synchronous method (:meth:`_decide_and_enqueue`, no ``await``): the
 event loop runs it atomically, so two concurrent near-duplicates cannot both be judged unique —
@@ -39,7 +40,7 @@ import logging
 import random
 import sys
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -48,6 +49,7 @@ from typing import Any, TypeVar
 
 from elastic_transport import ConnectionError as EsConnectionError
 from elastic_transport import ConnectionTimeout, SerializationError, TransportError
+import numpy as np
 from elasticsearch import ApiError, AsyncElasticsearch, NotFoundError
 
 from es_plugin.client import EsUnavailableError, acheck_reachable, make_async_client
@@ -60,8 +62,10 @@ from .config import DedupConfig, EsConfig
 from .engine import Fingerprinter, Verdict, verdict_for
 from .errors import ZhDedupError
 from .fingerprint import hamming
-from .store import Match
-from .text import content_hash
+from .keytable import KeyTable
+from .passages import distance_limit, votes_needed
+from .store import Match, nearest_with_passages
+from .text import content_hash, decode_html
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -69,23 +73,28 @@ T = TypeVar("T")
 DEFAULT_DEAD_LETTER = "zhdedup-dead-letter.jsonl"
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-SEARCH_PAGE = 100  # candidates per search page, best band overlap first
+SEARCH_PAGE = 100  # candidates per search page, most shared keys first
+MAX_QUERY_PASSAGES = 512  # passage keys used per document: bounded bool clauses (max_clause_count)
 MAX_RESULT_WINDOW = 10_000  # Elasticsearch's default cap on from + size
 SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
 MAX_SEALED = 2  # full batches waiting for the writer before judgements wait (backpressure)
 _SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.fp", "zhdedup.seen_at"]
 
 
-def band_query(layout: BandLayout, fp: int) -> dict[str, Any]:
-    """Documents sharing at least one band key with ``fp``; score = number of shared bands.
-
-    Near pairs share many bands, chance candidates usually one, so the best candidates come first.
+def near_query(layout: BandLayout, fp: int, passages: Sequence[int] = (), passage_share: float = 0.2) -> dict[str, Any]:
+    """Candidates: documents sharing a band key with ``fp`` (named ``bands``), or sharing enough of
+    ``passages`` (named ``passages``); score = number of shared keys, so near pairs come first.
     """
-    return {"bool": {
-        "should": [{"constant_score": {"filter": {"term": {f"zhdedup.{name}": value}}}}
-                   for name, value in layout.terms(fp).items()],
-        "minimum_should_match": 1,
-    }}
+    query = {"bool": {"should": [
+        {"constant_score": {"filter": {"term": {f"zhdedup.{name}": value}}}} for name, value in layout.terms(fp).items()
+    ], "minimum_should_match": 1, "_name": "bands"}}
+    if not passages:
+        return query
+    keys = [format(key, "08x") for key in passages]
+    passage_clause = {"bool": {"should": [{"constant_score": {"filter": {"term": {"zhdedup.passages": key}}}}
+                                          for key in keys],
+                               "minimum_should_match": votes_needed(len(keys), passage_share), "_name": "passages"}}
+    return {"bool": {"should": [query, passage_clause], "minimum_should_match": 1}}
 
 
 def repeat_id(content_hash: str, doc_id: str) -> str:
@@ -134,6 +143,7 @@ class _Batch:
 
     def __post_init__(self) -> None:
         self.near = BandIndex(self.layout)
+        self.passages = KeyTable(np.uint32)
 
 
 class ElasticsearchBackend:
@@ -179,31 +189,38 @@ class ElasticsearchBackend:
                     document: dict[str, Any]) -> Verdict:
         """Judge one item and buffer it for writing (unless it is a duplicate in drop mode).
 
-        Raises EmptyTextError for items without text, ValueError for a document Elasticsearch could
-        not store, and EsUnavailableError (after dead-lettering the item) when lookups keep failing.
+        ``document`` (the item's fields) is stored beside the ``zhdedup`` fields; bytes values (a page
+        body) are stored as text, decoded like the page.  Raises EmptyTextError for items without text,
+        ValueError for a document Elasticsearch could not store, and EsUnavailableError (after
+        dead-lettering the item) when lookups keep failing.
         """
         if self._closed:
             raise ZhDedupError("the Elasticsearch backend is closed")
         if "zhdedup" in document:
             raise ValueError(f"item {doc_id!r} has a field named 'zhdedup', which scrapy-zhdedup owns in the index")
         await self._start()
+        document = {key: decode_html(value) if isinstance(value, bytes) else value
+                    for key, value in document.items()}
         try:
-            self._client.transport.serializers.get_serializer("application/json").dumps(document)  # type: ignore[union-attr]
+            serializer = self._client.transport.serializers.get_serializer("application/json")  # type: ignore[union-attr]
+            serializer.dumps(document)
         except SerializationError as exc:
             raise ValueError(f"item {doc_id!r} cannot be stored in Elasticsearch: {exc}") from exc
         loop = asyncio.get_running_loop()
         clean, digest = await loop.run_in_executor(self._executor, self._clean, text, html)
-        fp = None if digest in self._bloom else await self._fingerprint(clean)
+        features = None if digest in self._bloom else await self._features(clean)
         gen = self._visible_upto
         self._active[gen] += 1
         try:
             try:
-                exact = self._local_exact(digest) or await self._get_exact(digest)
-                near = None
-                if exact is None:
-                    if fp is None:
-                        fp = await self._fingerprint(clean)
-                    near = await self._search_near(fp)
+                exact, near = self._local_exact(digest), None
+                if exact is None and features is not None:  # probably new: both lookups at once
+                    exact, near = await asyncio.gather(self._get_exact(digest), self._search_near(*features))
+                elif exact is None:  # probably seen here before: the GET likely answers alone
+                    exact = await self._get_exact(digest)
+                    if exact is None:
+                        features = await self._features(clean)
+                        near = await self._search_near(*features)
             except (TransportError, ApiError) as exc:
                 self._inc("errors")
                 self._write_dead_letters([self._dead_record(None, doc_id, document, "lookup", exc)])
@@ -212,7 +229,7 @@ class ElasticsearchBackend:
                     f"{self.es.es_max_retries} retries ({exc}); the item was written to {self.dead_letter_path} "
                     f"and not judged"
                 ) from exc
-            verdict = self._decide_and_enqueue(doc_id, digest, fp, exact, near, document, gen)
+            verdict = self._decide_and_enqueue(doc_id, digest, features, exact, near, document, gen)
         finally:
             self._active[gen] -= 1
             if not self._active[gen]:
@@ -227,9 +244,10 @@ class ElasticsearchBackend:
         """Write everything buffered and wait until it is visible to searches."""
         if not self._started:
             return
-        self._seal()
-        async with self._written:
-            await self._written.wait_for(lambda: not self._sealed)
+        while self._batches[-1].actions:  # writing can enqueue more (annotated losers of a 409 race)
+            self._seal()
+            async with self._written:
+                await self._written.wait_for(lambda: not self._sealed)
 
     async def close(self) -> None:
         if self._closed:
@@ -264,7 +282,8 @@ class ElasticsearchBackend:
             if self._client is None:
                 self._client = make_async_client(self.es, max_retries=0)  # we retry, with backoff and stats
             await acheck_reachable(self._client, self.es.es_url)
-            setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))  # creating an index is slow
+            # creating an index can take longer than a lookup's timeout
+            setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))
             report = await ainstall(setup, self.index, self.layout, replace=False)
             logger.info("zhdedup: Elasticsearch index %s: template %s, index %s", self.index,
                         report["template_action"], report["index_action"])
@@ -277,8 +296,12 @@ class ElasticsearchBackend:
         clean = self._fingerprinter.clean(text=text, html=html)
         return clean, content_hash(clean)
 
-    async def _fingerprint(self, clean: str) -> int:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._fingerprinter.fingerprint, clean)
+    def _fingerprint(self, clean: str) -> tuple[int, list[int]]:
+        return self._fingerprinter.fingerprint(clean), self._fingerprinter.passages(clean)[:MAX_QUERY_PASSAGES]
+
+    async def _features(self, clean: str) -> tuple[int, list[int]]:
+        """Fingerprint and passage keys, on the worker thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._fingerprint, clean)
 
     async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         attempt = 0
@@ -316,10 +339,10 @@ class ElasticsearchBackend:
         z = response["_source"]["zhdedup"]
         return Match(z["doc_id"], z["cluster"], 0)
 
-    async def _search_near(self, fp: int) -> Match | None:
+    async def _search_near(self, fp: int, passages: list[int]) -> Match | None:
         assert self._client is not None
         client = self._client
-        query = band_query(self.layout, fp)
+        query = near_query(self.layout, fp, passages, self.dedup.passage_share)
         best: Match | None = None
         best_seen = ""
         offset = 0
@@ -327,12 +350,12 @@ class ElasticsearchBackend:
             self._inc("lookups")
             response = await self._retrying(lambda: client.search(
                 index=self.index, query=query, size=SEARCH_PAGE, from_=offset, source_includes=_SOURCE,
-                track_total_hits=False))
+                track_total_hits=False, include_named_queries_score=True))
             hits = response["hits"]["hits"]
             for hit in hits:
                 z = hit["_source"]["zhdedup"]
                 distance = hamming(int(z["fp"], 16), fp)
-                if distance > self.layout.k:
+                if distance > self._max_distance(hit.get("matched_queries", {}), len(passages)):
                     continue
                 seen = z.get("seen_at", "")
                 if best is None or (distance, seen) < (best.distance, best_seen):  # ties: the oldest
@@ -342,13 +365,24 @@ class ElasticsearchBackend:
             offset += SEARCH_PAGE
         return best
 
-    def _local_near(self, fp: int, gen: int) -> Match | None:
-        """Nearest buffered document among the batches a lookup that started at ``gen`` could not see."""
+    def _max_distance(self, matched: dict[str, float], n_passages: int) -> int:
+        """How far a candidate may be: k via the bands; via passages, the limit for the number shared
+        (each matched passage clause scores 1, reported by ``include_named_queries_score``)."""
+        limits = [self.layout.k] if "bands" in matched else []
+        if "passages" in matched:
+            limits.append(distance_limit(round(matched["passages"]), n_passages, self.dedup.passage_share,
+                                         self.dedup.passage_threshold))
+        return max(limits, default=-1)
+
+    def _local_near(self, fp: int, passages: list[int], gen: int) -> Match | None:
+        """Nearest buffered document among the batches a lookup that started at ``gen`` could not see,
+        by the embedded store's own rule."""
         best: Match | None = None
         for batch in self._batches:
             if batch.seq < gen:
                 continue
-            hit = batch.near.nearest(fp)
+            hit = nearest_with_passages(batch.near, batch.passages, fp, passages,
+                                        self.dedup.passage_share, self.dedup.passage_threshold)
             if hit is not None and (best is None or hit.distance < best.distance):
                 row = batch.rows[hit.row]
                 best = Match(row.doc_id, row.cluster, hit.distance)
@@ -356,15 +390,16 @@ class ElasticsearchBackend:
 
     # -- decision and buffer ---------------------------------------------------------------------------
 
-    def _decide_and_enqueue(self, doc_id: str, digest: str, fp: int | None, exact: Match | None,
-                            near: Match | None, document: dict[str, Any], gen: int) -> Verdict:
+    def _decide_and_enqueue(self, doc_id: str, digest: str, features: tuple[int, list[int]] | None,
+                            exact: Match | None, near: Match | None, document: dict[str, Any], gen: int) -> Verdict:
         """Synchronous on purpose: no other judgement can interleave between the decision and the enqueue."""
         exact = exact or self._local_exact(digest)  # an equal text may have been buffered meanwhile
         if exact is not None:
             verdict = verdict_for(doc_id, digest, None, exact, exact=True)
         else:
-            assert fp is not None
-            local = self._local_near(fp, gen)
+            assert features is not None
+            fp, passages = features
+            local = self._local_near(fp, passages, gen)
             match = local if near is None or (local is not None and local.distance < near.distance) else near
             verdict = verdict_for(doc_id, digest, fp, match)
         self._bloom.add(digest)
@@ -372,16 +407,19 @@ class ElasticsearchBackend:
             if self.index_duplicates:
                 self._enqueue(_Action("index", repeat_id(digest, doc_id), self._source(verdict, document)))
         elif verdict.status == "unique" or self.index_duplicates:
+            fp, passages = features  # type: ignore[misc]
             batch = self._batches[-1]
             own = Match(doc_id, verdict.cluster, 0)
             batch.hashes[digest] = own
-            batch.near.add(fp)  # type: ignore[arg-type]
+            row = batch.near.add(fp)
+            batch.passages.add_many(passages, row)
             batch.rows.append(own)
-            self._enqueue(_Action("create", digest, self._source(verdict, document)))
+            self._enqueue(_Action("create", digest, self._source(verdict, document, passages)))
         return verdict
 
-    def _source(self, verdict: Verdict, document: dict[str, Any]) -> dict[str, Any]:
-        return {**document, "zhdedup": zhdedup_fields(verdict, self.layout, datetime.now(timezone.utc))}
+    def _source(self, verdict: Verdict, document: dict[str, Any], passages: list[int] | None = None) -> dict[str, Any]:
+        fields = zhdedup_fields(verdict, self.layout, datetime.now(timezone.utc), passages=passages)
+        return {**document, "zhdedup": fields}
 
     def _enqueue(self, action: _Action) -> None:
         batch = self._batches[-1]

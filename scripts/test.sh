@@ -7,10 +7,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/bootstrap.sh test
 if [ -z "${ZHDEDUP_TEST_ES_URL:-}" ]; then
+  if ! bash scripts/es-node.sh status >/dev/null 2>&1; then
+    trap 'bash scripts/es-node.sh stop' EXIT  # only a node we started is ours to stop
+  fi
   bash scripts/es-node.sh start
   ZHDEDUP_TEST_ES_URL=$(bash scripts/es-node.sh url)
   export ZHDEDUP_TEST_ES_URL
-  trap 'bash scripts/es-node.sh stop' EXIT
 fi
 set +e
 .venv/bin/python -m pytest "$@"

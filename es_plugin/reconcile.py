@@ -1,0 +1,162 @@
+"""Repair what concurrent writers could not see: near pairs stored by different processes within one refresh.
+
+Each writer checks Elasticsearch and its own unwritten buffer, but not another writer's buffer, so two
+near-duplicates written by two processes within a refresh interval are both stored as unique.
+``reconcile`` reads the whole index once in judgement order (``seen_at``, then ``doc_id``) from a
+point in time, feeds every fingerprint and its passage keys into in-memory indexes — a band and
+passage self-join with Hamming verification, never pairwise, by the same rule as the embedded store —
+and marks each still-unique document that has an earlier near or exact neighbour in another cluster,
+with bulk partial updates (core APIs only, no scripts).
+Documents whose cluster was the marked document's move to the new cluster in the same pass.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+from elasticsearch import Elasticsearch
+
+from scrapy_zhdedup.bandindex import BandIndex, Hit
+from scrapy_zhdedup.bands import BandLayout
+from scrapy_zhdedup.config import DedupConfig
+from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.keytable import KeyTable
+from scrapy_zhdedup.passages import votes_needed
+from scrapy_zhdedup.store import MAX_PASSAGE_POSTINGS
+
+from .template import ensure_layout
+
+PAGE = 5000
+BULK = 1000
+KEEP_ALIVE = "5m"
+_FIELDS = ["zhdedup.fp", "zhdedup.doc_id", "zhdedup.cluster", "zhdedup.status", "zhdedup.hash", "zhdedup.passages"]
+
+
+class ReconcileError(ZhDedupError):
+    """Some updates or deletes were rejected by Elasticsearch."""
+
+
+def _scan(client: Elasticsearch, index: str, progress: Callable[[int], None] | None) -> Iterator[dict[str, Any]]:
+    """Every document's ``zhdedup`` fields in a stable order, from one point in time."""
+    pit = client.open_point_in_time(index=index, keep_alive=KEEP_ALIVE)["id"]
+    try:
+        after: list[Any] | None = None
+        while True:
+            response = client.search(
+                pit={"id": pit, "keep_alive": KEEP_ALIVE}, size=PAGE, source_includes=_FIELDS,
+                sort=[{"zhdedup.seen_at": {"order": "asc", "missing": "_last"}},
+                      {"zhdedup.doc_id": {"order": "asc", "missing": "_last"}},
+                      {"_shard_doc": "asc"}],
+                search_after=after, track_total_hits=False,
+            )
+            hits = response["hits"]["hits"]
+            if not hits:
+                return
+            pit = response.get("pit_id", pit)
+            for hit in hits:
+                yield {"_id": hit["_id"], "_index": hit["_index"], **hit["_source"].get("zhdedup", {})}
+            if progress is not None:
+                progress(len(hits))
+            after = hits[-1]["sort"]
+    finally:
+        client.close_point_in_time(id=pit)
+
+
+def reconcile(client: Elasticsearch, index: str, layout: BandLayout, *, apply: bool = True, delete: bool = False,
+              progress: Callable[[int], None] | None = None, passage_share: float = DedupConfig.passage_share,
+              passage_threshold: int = DedupConfig.passage_threshold) -> dict[str, int]:
+    """Find and mark (or, with ``delete``, remove) near/exact pairs that writers missed.
+
+    ``apply=False`` only counts; the passage settings are the writers' (``DedupConfig``).
+    ``progress`` is called with the number of documents read per page (a tqdm bar's ``update``
+    fits).  Returns the counts: ``scanned``, ``pairs`` (missed pairs found), ``marked``,
+    ``reclustered`` (documents moved to the cluster their old cluster head joined), ``deleted`` and
+    ``clusters`` (distinct clusters among the documents kept).
+    """
+    ensure_layout(client, index, layout)
+    near = BandIndex(layout)
+    passage_index = KeyTable(np.uint32)
+    row_doc: list[str] = []  # per BandIndex row: doc_id, effective cluster, content hash
+    row_cluster: list[str] = []
+    row_hash: list[str] = []
+    moved: dict[str, str] = {}  # old cluster id -> cluster it joined
+    clusters: set[str] = set()
+    counts = {"scanned": 0, "pairs": 0, "marked": 0, "reclustered": 0, "deleted": 0, "clusters": 0}
+    actions: list[dict[str, Any]] = []
+
+    def emit(action: dict[str, Any]) -> None:
+        actions.append(action)
+        if len(actions) >= BULK:
+            _send(client, actions, apply)
+
+    for doc in _scan(client, index, progress):
+        counts["scanned"] += 1
+        stored_cluster = doc.get("cluster") or doc.get("doc_id") or doc["_id"]
+        cluster = moved.get(stored_cluster, stored_cluster)
+        fp = int(doc["fp"], 16) if doc.get("fp") else None
+        passages = [int(key, 16) for key in doc.get("passages", ())]
+        match = None
+        if fp is not None and doc.get("status") == "unique":
+            match = _nearest(near, passage_index, fp, passages, passage_share, passage_threshold)
+        if match is not None and row_cluster[match.row] != cluster:
+            counts["pairs"] += 1
+            target = row_cluster[match.row]
+            moved[stored_cluster] = target
+            status = "exact" if row_hash[match.row] == doc.get("hash") else "near"
+            if delete:
+                counts["deleted"] += 1
+                emit({"_op_type": "delete", "_index": doc["_index"], "_id": doc["_id"]})
+                continue
+            counts["marked"] += 1
+            emit({"_op_type": "update", "_index": doc["_index"], "_id": doc["_id"], "doc": {"zhdedup": {
+                "status": status, "dup_of": row_doc[match.row], "cluster": target, "distance": match.distance}}})
+            cluster = target
+        elif cluster != stored_cluster:
+            counts["reclustered"] += 1
+            emit({"_op_type": "update", "_index": doc["_index"], "_id": doc["_id"],
+                  "doc": {"zhdedup": {"cluster": cluster}}})
+        clusters.add(cluster)
+        if fp is not None:
+            passage_index.add_many(passages, near.add(fp))
+            row_doc.append(doc.get("doc_id", doc["_id"]))
+            row_cluster.append(cluster)
+            row_hash.append(doc.get("hash", ""))
+    _send(client, actions, apply)
+    if apply and (counts["marked"] or counts["deleted"] or counts["reclustered"]):
+        client.indices.refresh(index=index)
+    counts["clusters"] = len(clusters)
+    return counts
+
+
+def _nearest(near: BandIndex, passage_index: KeyTable, fp: int, passages: list[int], share: float,
+             threshold: int) -> Hit | None:
+    """The embedded store's rule: within k through the bands, or enough shared passages within ``threshold``."""
+    hit = near.nearest(fp)
+    if passages:
+        need = votes_needed(len(passages), share)
+        votes = Counter(passage_index.get_many(passages, limit=MAX_PASSAGE_POSTINGS))
+        other = near.closest([row for row, n in votes.items() if n >= need], fp, threshold)
+        if other is not None and (hit is None or (other.distance, other.row) < (hit.distance, hit.row)):
+            hit = other
+    return hit
+
+
+def _send(client: Elasticsearch, actions: list[dict[str, Any]], apply: bool) -> None:
+    """Bulk the buffered partial updates/deletes (nothing in a dry run); raise if any was rejected."""
+    if apply and actions:
+        operations: list[dict[str, Any]] = []
+        for action in actions:
+            op = action["_op_type"]
+            operations.append({op: {"_index": action["_index"], "_id": action["_id"]}})
+            if op == "update":
+                operations.append({"doc": action["doc"]})
+        response = client.bulk(operations=operations)
+        if response["errors"]:
+            failed = [next(iter(item.values())) for item in response["items"]
+                      if next(iter(item.values()))["status"] >= 300]
+            raise ReconcileError(f"reconcile: {len(failed)} of {len(actions)} changes were rejected, e.g. "
+                                 f"{failed[0].get('_id')}: {failed[0].get('error')}")
+    actions.clear()

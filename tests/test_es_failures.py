@@ -1,0 +1,208 @@
+"""Failure handling of the Elasticsearch backend: outages (through a proxy), rejected writes, bad set-up.
+
+The shared node is never stopped or slowed: outages are simulated by breaking :class:`EsProxy`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from es_plugin.client import EsUnavailableError, check_reachable, make_client
+from es_plugin.template import install, template_name
+from es_proxy import EsProxy
+from scrapy_zhdedup.bands import BandLayout
+from scrapy_zhdedup.config import DedupConfig, EsConfig
+from scrapy_zhdedup.es_backend import ElasticsearchBackend
+
+pytestmark = pytest.mark.es
+
+DEDUP = DedupConfig()
+TEXTS = [
+    "北京市气象台今天发布暴雨蓝色预警，预计今天夜间到明天白天本市大部分地区有中到大雨，局地暴雨。",
+    "上海市教委宣布，全市中小学将于九月一日正式开学，各校需提前做好校园防疫和安全检查工作。",
+    "广州地铁十八号线南延段今日开通试运营，沿线居民前往市中心的通勤时间将缩短约二十分钟。",
+    "深圳海关近日查获一批走私冻品，共计三百余吨，案值超过两千万元，相关嫌疑人已被依法控制。",
+    "杭州西湖景区发布游览提示，国庆假期期间将实行临时交通管制，建议游客绿色出行错峰游览。",
+    "成都大熊猫繁育研究基地迎来两只新生幼崽，目前母子平安，工作人员正进行二十四小时监护。",
+]
+
+
+class Stats(dict[str, int]):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self[key] = self.get(key, start) + count
+
+
+@pytest.fixture
+def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
+    yield es_index
+    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
+
+
+@pytest.fixture
+async def proxy(es_url: str) -> AsyncIterator[tuple[EsProxy, str]]:
+    p = EsProxy(es_url)
+    url = await p.start()
+    yield p, url
+    await p.close()
+
+
+def backend(url: str, index: str, tmp_path: Path, stats: Stats | None = None, **es: Any) -> ElasticsearchBackend:
+    cfg = EsConfig(es_url=url, es_index=index, es_dead_letter=str(tmp_path / "dead.jsonl"),
+                   **{"es_flush_interval": 3600.0, "es_bulk_size": 1000, **es})
+    return ElasticsearchBackend(DEDUP, cfg, stats=stats, index_duplicates=True, backoff_base=0.01)
+
+
+async def judge(b: ElasticsearchBackend, i: int, **document: Any) -> str:
+    verdict = await b.judge(f"doc-{i}", text=TEXTS[i], html=None, document={"url": f"doc-{i}", **document})
+    return verdict.status
+
+
+def dead_letters(tmp_path: Path) -> list[dict[str, Any]]:
+    path = tmp_path / "dead.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_unreachable_at_start_names_the_url(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    b = backend(url, "t-unreachable", tmp_path)
+    with pytest.raises(EsUnavailableError, match=rf"Elasticsearch at {url} is not reachable.*ZHDEDUP_ES_URL"):
+        await judge(b, 0)
+    await b.close()
+    with pytest.raises(EsUnavailableError, match=url):
+        check_reachable(make_client(EsConfig(es_url=url, es_timeout=2)), url)
+    assert dead_letters(tmp_path) == []  # nothing was accepted, so nothing to dead-letter
+
+
+async def test_outage_mid_run_is_retried(proxy: tuple[EsProxy, str], index: str, tmp_path: Path,
+                                         es_client: Elasticsearch) -> None:
+    p, url = proxy
+    stats = Stats()
+    b = backend(url, index, tmp_path, stats, es_timeout=0.5, es_max_retries=10)
+    loop = asyncio.get_running_loop()
+    try:
+        assert await judge(b, 0) == "unique"
+        p.cut()  # node "down" during a lookup...
+        loop.call_later(0.5, p.restore)
+        assert await judge(b, 1) == "unique"
+        assert stats["zhdedup/es/retries"] >= 1
+        retries = stats["zhdedup/es/retries"]
+        p.cut()  # ... and during a bulk write
+        loop.call_later(0.5, p.restore)
+        await b.flush()
+        assert stats["zhdedup/es/retries"] > retries
+        p.pause()  # node hanging: requests time out, held bytes arrive late (a bulk may land twice)
+        loop.call_later(1.2, p.restore)
+        assert await judge(b, 2) == "unique"
+        p.pause()
+        flushing = asyncio.ensure_future(b.flush())
+        await asyncio.sleep(1.2)
+        p.restore()
+        await flushing
+        assert await judge(b, 3) == "unique"
+    finally:
+        p.restore()
+        await b.close()
+    assert dead_letters(tmp_path) == [] and "zhdedup/es/dead_letter" not in stats
+    assert stats["zhdedup/es/indexed"] == 4
+    es_client.indices.refresh(index=index)
+    assert es_client.count(index=index)["count"] == 4
+
+
+async def test_down_for_good_dead_letters_and_raises(proxy: tuple[EsProxy, str], index: str, tmp_path: Path) -> None:
+    p, url = proxy
+    stats = Stats()
+    b = backend(url, index, tmp_path, stats, es_timeout=0.5, es_max_retries=2)
+    try:
+        for i in range(3):
+            assert await judge(b, i) == "unique"  # buffered, not written yet
+        p.cut()
+        with pytest.raises(EsUnavailableError, match=rf"{url}.*failed after 2 retries.*dead\.jsonl"):
+            await judge(b, 3, extra="kept")
+    finally:
+        await b.close()  # the buffered three cannot be written either
+    records = dead_letters(tmp_path)
+    assert [(r["stage"], r["doc_id"]) for r in records] == [
+        ("lookup", "doc-3"), ("bulk", "doc-0"), ("bulk", "doc-1"), ("bulk", "doc-2")]
+    assert records[0]["document"] == {"url": "doc-3", "extra": "kept"}
+    assert records[1]["document"]["url"] == "doc-0" and records[1]["document"]["zhdedup"]["status"] == "unique"
+    assert all(r["reason"] and r["time"] for r in records)
+    assert stats["zhdedup/es/dead_letter"] == 4 and stats["zhdedup/es/errors"] == 4
+    assert b.dead_lettered == 4
+
+
+async def test_read_only_index_dead_letters_after_retries(index: str, es_url: str, tmp_path: Path,
+                                                          es_client: Elasticsearch) -> None:
+    stats = Stats()
+    b = backend(es_url, index, tmp_path, stats, es_max_retries=2)
+    try:
+        assert await judge(b, 0) == "unique"  # creates the index
+        es_client.indices.put_settings(index=index, settings={"index.blocks.write": True})
+        assert await judge(b, 1) == "unique"
+        await b.flush()
+    finally:
+        await b.close()
+        es_client.indices.put_settings(index=index, settings={"index.blocks.write": False})
+    records = dead_letters(tmp_path)
+    assert [r["doc_id"] for r in records] == ["doc-0", "doc-1"]
+    assert {r["status"] for r in records} == {403} and all("cluster_block_exception" in r["reason"] for r in records)
+    assert stats["zhdedup/es/retries"] == 4 and stats["zhdedup/es/dead_letter"] == 2  # 2 items x 2 retries
+    assert "zhdedup/es/indexed" not in stats
+
+
+async def test_mapping_conflict_dead_letters_only_the_bad_document(index: str, es_url: str, tmp_path: Path,
+                                                                   es_client: Elasticsearch) -> None:
+    install(es_client, index, DEDUP.layout, {"price": {"type": "integer"}})
+    stats = Stats()
+    b = backend(es_url, index, tmp_path, stats)
+    try:
+        assert await judge(b, 0, price="not a number") == "unique"
+        assert await judge(b, 1, price=3) == "unique"
+    finally:
+        await b.close()
+    records = dead_letters(tmp_path)
+    assert len(records) == 1 and records[0]["doc_id"] == "doc-0" and records[0]["status"] == 400
+    assert "price" in records[0]["reason"] and records[0]["document"]["price"] == "not a number"
+    assert stats["zhdedup/es/indexed"] == 1 and "zhdedup/es/retries" not in stats  # a 400 is not retried
+    es_client.indices.refresh(index=index)
+    assert [h["_source"]["url"] for h in es_client.search(index=index)["hits"]["hits"]] == ["doc-1"]
+
+
+async def test_layout_mismatch_at_start(index: str, es_url: str, tmp_path: Path, es_client: Elasticsearch) -> None:
+    install(es_client, index, BandLayout(k=4))
+    b = backend(es_url, index, tmp_path)
+    with pytest.raises(Exception, match="ZHDEDUP_THRESHOLD=4"):
+        await judge(b, 0)
+    await b.close()
+
+
+def test_non_asyncio_reactor_is_refused() -> None:
+    code = textwrap.dedent("""
+        from twisted.internet import epollreactor
+        epollreactor.install()
+        from scrapy_zhdedup.config import DedupConfig, EsConfig
+        from scrapy_zhdedup.es_backend import ElasticsearchBackend
+        from scrapy_zhdedup.errors import ZhDedupError
+        try:
+            ElasticsearchBackend(DedupConfig(), EsConfig())
+        except ZhDedupError as exc:
+            print(exc)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert 'TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"' in out

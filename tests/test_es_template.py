@@ -1,0 +1,112 @@
+"""Index template install, layout checks and status, against the real node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timezone
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from es_plugin.template import (
+    TEMPLATE_VERSION, EsIndexError, dedup_properties, ensure_layout, install, read_meta, status, template_body,
+    template_name, zhdedup_fields,
+)
+from scrapy_zhdedup.bands import BandLayout
+from scrapy_zhdedup.engine import Verdict
+from scrapy_zhdedup.errors import LayoutMismatchError
+
+pytestmark = pytest.mark.es
+
+LAYOUT = BandLayout(k=3)
+
+
+@pytest.fixture
+def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
+    """The test's index name; its template is removed afterwards (the index by ``es_index``)."""
+    yield es_index
+    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
+
+
+def test_install_is_idempotent_and_versioned(es_client: Elasticsearch, index: str) -> None:
+    first = install(es_client, index, LAYOUT, {"title": {"type": "text"}})
+    assert (first["template_action"], first["index_action"]) == ("created", "created")
+    again = install(es_client, index, LAYOUT)  # no user mapping given: the installed one is kept
+    assert (again["template_action"], again["index_action"]) == ("unchanged", "exists")
+
+    template = es_client.indices.get_index_template(name=template_name(index))["index_templates"][0]["index_template"]
+    assert template["version"] == TEMPLATE_VERSION
+    assert template["index_patterns"] == [index]
+    mapping = es_client.indices.get_mapping(index=index)[index]["mappings"]
+    assert mapping["properties"]["title"] == {"type": "text"}
+    assert set(mapping["properties"]["zhdedup"]["properties"]) >= {"fp", "hash", "cluster", *LAYOUT.field_names}
+    assert read_meta(es_client, index) == {"template_version": TEMPLATE_VERSION, "layout": LAYOUT.to_dict(),
+                                           "package_version": "0.1.0"}
+
+    kept = install(es_client, index, LAYOUT, {"title": {"type": "text"}, "site": {"type": "keyword"}}, replace=False)
+    assert kept["template_action"] == "kept"
+    changed = install(es_client, index, LAYOUT, {"title": {"type": "text"}, "site": {"type": "keyword"}})
+    assert (changed["template_action"], changed["index_action"]) == ("updated", "mapping updated")
+    assert es_client.indices.get_mapping(index=index)[index]["mappings"]["properties"]["site"] == {"type": "keyword"}
+
+    info = status(es_client, index, LAYOUT)
+    assert info["matches"] and info["problem"] is None
+    assert (info["template_version"], info["package_template_version"]) == (TEMPLATE_VERSION, TEMPLATE_VERSION)
+    assert (info["docs"], info["clusters"]) == (0, 0)
+
+
+def test_layout_mismatch_names_both_layouts(es_client: Elasticsearch, index: str) -> None:
+    install(es_client, index, LAYOUT)
+    other = BandLayout(k=4, blocks=5)
+    with pytest.raises(LayoutMismatchError) as err:
+        ensure_layout(es_client, index, other)
+    message = str(err.value)
+    assert "threshold (k) 3, bands (blocks) 5" in message and "threshold (k) 4, bands (blocks) 5" in message
+    assert "ZHDEDUP_THRESHOLD=3" in message and "ZHDEDUP_ES_INDEX" in message
+    with pytest.raises(LayoutMismatchError):  # refused before the template is touched
+        install(es_client, index, other)
+    assert read_meta(es_client, index)["layout"] == LAYOUT.to_dict()
+    info = status(es_client, index, other)
+    assert not info["matches"] and "silently miss" in info["problem"]
+
+
+def test_conflicting_zhdedup_mapping_is_a_clear_error(es_client: Elasticsearch, index: str) -> None:
+    es_client.indices.create(index=index, mappings={"properties": {"zhdedup": {"type": "text"}}})
+    with pytest.raises(EsIndexError, match=r"field 'zhdedup' is mapped as 'text'"):
+        ensure_layout(es_client, index, LAYOUT)
+    with pytest.raises(EsIndexError, match="conflicts"):
+        install(es_client, index, LAYOUT)
+    assert not es_client.indices.exists_index_template(name=template_name(index))
+
+
+def test_index_made_by_hand_is_refused(es_client: Elasticsearch, index: str) -> None:
+    es_client.indices.create(index=index, mappings={"properties": {"title": {"type": "text"}}})
+    with pytest.raises(EsIndexError, match="not created from the scrapy-zhdedup template"):
+        ensure_layout(es_client, index, LAYOUT)
+    # with the meta but band fields mapped wrongly (e.g. by a dynamic write before the template)
+    body = template_body(index, LAYOUT)["template"]["mappings"]
+    props = dedup_properties(LAYOUT)
+    props["zhdedup"]["properties"]["b0"] = {"type": "text"}
+    es_client.indices.create(index=f"{index}-b", mappings={"_meta": body["_meta"], "properties": props})
+    with pytest.raises(EsIndexError, match=r"zhdedup\.b0 is text \(needs keyword\)"):
+        ensure_layout(es_client, f"{index}-b", LAYOUT)
+
+
+def test_missing_index(es_client: Elasticsearch, index: str) -> None:
+    with pytest.raises(EsIndexError, match="does not exist"):
+        ensure_layout(es_client, index, LAYOUT)
+    assert read_meta(es_client, index) is None
+    info = status(es_client, index, LAYOUT)
+    assert not info["exists"] and not info["matches"]
+
+
+def test_zhdedup_fields() -> None:
+    seen = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+    unique = Verdict("u1", "unique", None, None, "u1", "ab" * 16, 0x0123456789ABCDEF)
+    fields = zhdedup_fields(unique, LAYOUT, seen)
+    assert fields["fp"] == "0123456789abcdef" and fields["seen_at"] == "2026-01-02T03:04:05.678+00:00"
+    assert {name: fields[name] for name in LAYOUT.field_names} == LAYOUT.terms(0x0123456789ABCDEF)
+    assert (fields["status"], fields["cluster"], fields["dup_of"]) == ("unique", "u1", None)
+    exact = Verdict("u2", "exact", "u1", 0, "u1", "ab" * 16, None)
+    fields = zhdedup_fields(exact, LAYOUT, seen)
+    assert "fp" not in fields and "b0" not in fields and fields["dup_of"] == "u1"
