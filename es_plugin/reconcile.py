@@ -12,20 +12,18 @@ Documents whose cluster was the marked document's move to the new cluster in the
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 from elasticsearch import Elasticsearch
 
-from scrapy_zhdedup.bandindex import BandIndex, Hit
+from scrapy_zhdedup.bandindex import BandIndex
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.keytable import KeyTable
-from scrapy_zhdedup.passages import votes_needed
-from scrapy_zhdedup.store import MAX_PASSAGE_POSTINGS
+from scrapy_zhdedup.store import nearest_with_passages
 
 from .template import ensure_layout
 
@@ -100,7 +98,7 @@ def reconcile(client: Elasticsearch, index: str, layout: BandLayout, *, apply: b
         passages = [int(key, 16) for key in doc.get("passages", ())]
         match = None
         if fp is not None and doc.get("status") == "unique":
-            match = _nearest(near, passage_index, fp, passages, passage_share, passage_threshold)
+            match = nearest_with_passages(near, passage_index, fp, passages, passage_share, passage_threshold)
         if match is not None and row_cluster[match.row] != cluster:
             counts["pairs"] += 1
             target = row_cluster[match.row]
@@ -129,19 +127,6 @@ def reconcile(client: Elasticsearch, index: str, layout: BandLayout, *, apply: b
         client.indices.refresh(index=index)
     counts["clusters"] = len(clusters)
     return counts
-
-
-def _nearest(near: BandIndex, passage_index: KeyTable, fp: int, passages: list[int], share: float,
-             threshold: int) -> Hit | None:
-    """The embedded store's rule: within k through the bands, or enough shared passages within ``threshold``."""
-    hit = near.nearest(fp)
-    if passages:
-        need = votes_needed(len(passages), share)
-        votes = Counter(passage_index.get_many(passages, limit=MAX_PASSAGE_POSTINGS))
-        other = near.closest([row for row, n in votes.items() if n >= need], fp, threshold)
-        if other is not None and (hit is None or (other.distance, other.row) < (hit.distance, hit.row)):
-            hit = other
-    return hit
 
 
 def _send(client: Elasticsearch, actions: list[dict[str, Any]], apply: bool) -> None:
