@@ -1,10 +1,314 @@
-"""``zhdedup es …`` subcommands."""
+"""``zhdedup es …``: install/status, ingest, folded search, batch dedup of an index, reconcile.
+
+Each subcommand is a thin layer over a library function (template, ingest, search, batch,
+reconcile), so what the CLI does can also be done from Python.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from elastic_transport import TransportError
+from elasticsearch import ApiError, Elasticsearch
+
+from scrapy_zhdedup.cli import add_dedup_options, dedup_config, progress
+from scrapy_zhdedup.config import EsConfig
+from scrapy_zhdedup.errors import ZhDedupError
+
+DEFAULT_URL = "http://127.0.0.1:9200"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     es = sub.add_parser("es", help="Elasticsearch: install, status, ingest, search, dedup-index, reconcile")
-    es.add_subparsers(dest="es_command", required=True)
+    esub = es.add_subparsers(dest="es_command", required=True)
+
+    p = esub.add_parser("install", help="put the index template (idempotent, versioned) and create the index")
+    _common(p, index_option=True)
+    p.add_argument("--mapping", type=Path, help="JSON file: mapping properties of the documents' own fields")
+    p.add_argument("--shards", type=int, default=1, help="primary shards of a new index (default %(default)s)")
+    p.set_defaults(func=_es_errors(cmd_install))
+
+    p = esub.add_parser("status", help="installed template, band layout, document and cluster counts")
+    _common(p, index_option=True)
+    p.add_argument("--json", action="store_true", help="print the status as JSON")
+    p.set_defaults(func=_es_errors(cmd_status))
+
+    p = esub.add_parser("ingest", help="load JSONL files or directories of HTML pages, deduplicated")
+    p.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
+                   help='JSONL ({"id": ..., "text"|"html": ...} per line) or a directory of saved pages')
+    _common(p, index_option=True)
+    p.add_argument("--mode", choices=("annotate", "drop"), default="annotate",
+                   help="annotate: store duplicates too, marked (default; folded search needs them); "
+                        "drop: store first copies only")
+    p.add_argument("--bulk-size", type=int, default=EsConfig.es_bulk_size, help="documents per bulk request")
+    p.add_argument("--checkpoint-dir", type=Path, default=Path(".zhdedup-checkpoints"),
+                   help="where the per-input resume checkpoints live (default %(default)s)")
+    p.add_argument("--restart", action="store_true", help="ignore existing checkpoints and read inputs from the start")
+    p.add_argument("--concurrency", type=int, default=4,
+                   help="documents judged at once; overlaps lookups (default %(default)s, 1 = strictly in input order)")
+    p.add_argument("--dead-letter", default="", help="JSONL file for documents Elasticsearch rejects")
+    p.add_argument("--strict", action="store_true", help="stop at the first bad record instead of skipping it")
+    p.set_defaults(func=_es_errors(cmd_ingest))
+
+    p = esub.add_parser("search", help="search with near-duplicates folded into one hit per cluster")
+    p.add_argument("index")
+    p.add_argument("query", help="query text, or a JSON query clause if it starts with '{'")
+    _common(p)
+    p.add_argument("--page", type=int, default=1)
+    p.add_argument("--size", type=int, default=10, help="groups per page")
+    p.add_argument("--inner-hits", type=int, default=0, metavar="N", help="show up to N folded duplicates per hit")
+    p.add_argument("--fields", default="title,text", help="comma-separated fields to search and show")
+    p.add_argument("--all", action="store_true", help="every group as JSONL, in cluster order (no window limit)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--print-body", action="store_true", help="print the request body (for Kibana) and exit")
+    p.set_defaults(func=_es_errors(cmd_search))
+
+    p = esub.add_parser("dedup-index", help="fingerprint and cluster an existing index in place")
+    p.add_argument("source", metavar="SOURCE", help="index to deduplicate")
+    _common(p)
+    p.add_argument("--text-field", default="text")
+    p.add_argument("--html-field", default=None, help="judge this field's HTML when present (before --text-field)")
+    p.add_argument("--id-field", default=None, help="field naming the document (default: _id)")
+    p.add_argument("--checkpoint", type=Path, default=None,
+                   help="resume file (default .zhdedup-checkpoints/dedup-index-SOURCE.json)")
+    p.add_argument("--batch-size", type=int, default=500)
+    p.add_argument("--dry-run", action="store_true", help="judge and report, write nothing")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_es_errors(cmd_dedup_index))
+
+    p = esub.add_parser("reconcile", help="find and repair documents whose zhdedup fields disagree")
+    p.add_argument("index")
+    _common(p)
+    p.add_argument("--dry-run", action="store_true", help="report only")
+    p.add_argument("--delete", action="store_true", help="delete stray documents instead of re-marking them")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_es_errors(cmd_reconcile))
+
+
+def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Elasticsearch errors become one line naming the node and the reason, like every other CLI error."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except ApiError as exc:
+            error = exc.body.get("error") if isinstance(exc.body, dict) else None
+            reason = (error.get("reason") if isinstance(error, dict) else None) or exc.message
+            raise ZhDedupError(f"Elasticsearch at {args.url} answered {exc.meta.status}: {reason}") from exc
+        except TransportError as exc:
+            raise ZhDedupError(f"Elasticsearch at {args.url} failed: {exc}") from exc
+
+    return run
+
+
+def _common(p: argparse.ArgumentParser, *, index_option: bool = False) -> None:
+    g = p.add_argument_group("Elasticsearch connection")
+    g.add_argument("--url", default=os.environ.get("ZHDEDUP_ES_URL", DEFAULT_URL),
+                   help="node URL (default $ZHDEDUP_ES_URL or %(default)s)")
+    g.add_argument("--user", default=os.environ.get("ZHDEDUP_ES_USER", ""))
+    g.add_argument("--password", default=os.environ.get("ZHDEDUP_ES_PASSWORD", ""),
+                   help="default $ZHDEDUP_ES_PASSWORD (safer than the command line)")
+    g.add_argument("--api-key", default=os.environ.get("ZHDEDUP_ES_API_KEY", ""), help="default $ZHDEDUP_ES_API_KEY")
+    g.add_argument("--ca-certs", default=os.environ.get("ZHDEDUP_ES_CA_CERTS", ""), help="CA bundle for https")
+    g.add_argument("--timeout", type=float, default=EsConfig.es_timeout, help="seconds per request")
+    if index_option:
+        g.add_argument("--index", default=os.environ.get("ZHDEDUP_ES_INDEX", EsConfig.es_index),
+                       help="index name (default $ZHDEDUP_ES_INDEX or %(default)s)")
+    add_dedup_options(p)
+
+
+def es_config(args: argparse.Namespace, **extra: Any) -> EsConfig:
+    return EsConfig(es_url=args.url, es_index=getattr(args, "index", EsConfig.es_index), es_user=args.user,
+                    es_password=args.password, es_api_key=args.api_key, es_ca_certs=args.ca_certs,
+                    es_timeout=args.timeout, **extra)
+
+
+@contextmanager
+def _client(args: argparse.Namespace) -> Iterator[Elasticsearch]:
+    from .client import check_reachable, make_client
+
+    client = make_client(es_config(args))
+    try:
+        check_reachable(client, args.url)
+        yield client
+    finally:
+        client.close()
+
+
+@contextmanager
+def _bar(total: int | None, unit: str, desc: str) -> Iterator[Callable[[int], None]]:
+    with progress(total, unit, desc) as bar:  # type: ignore[arg-type]
+        yield bar.update
+
+
+def _print(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+# --- install / status / reconcile -------------------------------------------------------------------
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    from .template import install
+
+    user_properties = None
+    if args.mapping:
+        user_properties = json.loads(args.mapping.read_text(encoding="utf-8"))
+        if not isinstance(user_properties, dict):
+            raise ValueError(f"{args.mapping}: expected a JSON object of mapping properties")
+        user_properties = user_properties.get("properties", user_properties)
+    if args.shards < 1:
+        raise ValueError("--shards must be at least 1")
+    with _client(args) as client:
+        report = install(client, args.index, dedup_config(args).layout, user_properties,
+                         settings={"index": {"number_of_shards": args.shards}})
+    print(f"template {report['template']}: {report['template_action']} (version {report['template_version']}); "
+          f"index {report['index']}: {report['index_action']}; layout {report['layout']}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .template import status
+
+    with _client(args) as client:
+        report = status(client, args.index, dedup_config(args).layout)
+    if args.json:
+        _print(report)
+    else:
+        print(f"index:     {report['index']} ({'exists' if report['exists'] else 'missing'})")
+        print(f"template:  {report['template']} version {report['template_version']} "
+              f"(this package: {report['package_template_version']}, scrapy-zhdedup {report['package_version']})")
+        print(f"layout:    index {report['index_layout']}, client {report['client_layout']}")
+        print(f"documents: {report['docs']}, clusters: {report['clusters']}, by status: {report['statuses']}")
+        print(f"matches:   {'yes' if report['matches'] else 'NO'}" + (f" - {report['problem']}" if report['problem'] else ""))
+    return 0 if report["matches"] else 1
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    from .reconcile import reconcile
+
+    with _client(args) as client, _bar(None, "doc", "reconcile") as bar:
+        config = dedup_config(args)
+        report = reconcile(client, args.index, config.layout, apply=not args.dry_run, delete=args.delete,
+                           progress=bar, passage_share=config.passage_share,
+                           passage_threshold=config.passage_threshold)
+    if args.json:
+        _print(report)
+    else:
+        print(" ".join(f"{k}={v}" for k, v in report.items()))
+    return 0
+
+
+# --- ingest ------------------------------------------------------------------------------------------
+
+
+def _count_inputs(inputs: list[Path]) -> int:
+    from .ingest import html_files
+
+    total = 0
+    for path in inputs:
+        if path.is_dir():
+            total += len(html_files(path))
+        elif path.is_file():
+            with path.open("rb") as fh:
+                total += sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+    return total
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from .ingest import ingest
+
+    if args.bulk_size < 1:
+        raise ValueError("--bulk-size must be at least 1")
+    es = es_config(args, es_bulk_size=args.bulk_size, es_dead_letter=args.dead_letter)
+    with _bar(_count_inputs(args.inputs), "doc", "ingest") as bar:
+        report = ingest(args.inputs, dedup_config(args), es, mode=args.mode, checkpoint_dir=args.checkpoint_dir,
+                        restart=args.restart, strict=args.strict, concurrency=args.concurrency, progress=bar)
+    for entry in report["inputs"]:
+        if entry.get("skipped_input"):
+            print(f"{entry['input']}: already ingested (checkpoint {entry['checkpoint']}; --restart to redo)",
+                  file=sys.stderr)
+        elif entry["resumed_from"]:
+            print(f"{entry['input']}: resumed after position {entry['resumed_from']}", file=sys.stderr)
+    print(f"zhdedup es ingest: {report['judged']} judged ({report['unique']} unique, {report['exact']} exact, "
+          f"{report['near']} near), {report['already_stored']} already stored, {report['bad']} bad records "
+          f"skipped (logged above), {report['seconds']:.1f} s, {report['docs_per_s']:.0f} docs/s -> {report['index']}")
+    if report["dead_lettered"]:
+        print(f"zhdedup es ingest: {report['dead_lettered']} documents were rejected by Elasticsearch; "
+              f"see {report['dead_letter_file']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# --- search ------------------------------------------------------------------------------------------
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from .search import folded_query_body, folded_search, iter_folded
+
+    fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
+    query: str | dict[str, Any] = json.loads(args.query) if args.query.lstrip().startswith("{") else args.query
+    if args.print_body:
+        _print(folded_query_body(query, page=args.page, size=args.size, inner_hits=args.inner_hits, fields=fields))
+        return 0
+    with _client(args) as client:
+        if args.all:
+            for group in iter_folded(client, args.index, query, fields=fields):
+                print(json.dumps(group, ensure_ascii=False))
+            return 0
+        result = folded_search(client, args.index, query, page=args.page, size=args.size,
+                               inner_hits=args.inner_hits, fields=fields)
+    if args.json:
+        _print(result)
+        return 0
+    print(f"{result['total_hits']} documents in {result['total_groups']} groups"
+          f"{'' if result['groups_exact'] else ' (approx.)'}; page {result['page']} of {result['pages']}")
+    for rank, hit in enumerate(result["hits"], start=(result["page"] - 1) * result["size"] + 1):
+        print(f"{rank:3d}. {_snippet(hit, fields)}  [{hit['doc_id'] or hit['id']}]"
+              + (f"  +{hit['folded']} near-duplicates folded" if hit["folded"] else ""))
+        for dup in hit["duplicates"]:
+            print(f"       ~ {dup['doc_id'] or dup['id']} ({dup['status']}, distance {dup['distance']})")
+    return 0
+
+
+def _snippet(hit: dict[str, Any], fields: tuple[str, ...], width: int = 60) -> str:
+    for name in fields:
+        value = hit["source"].get(name)
+        if isinstance(value, str) and value.strip():
+            flat = " ".join(value.split())
+            return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return "(no text)"
+
+
+# --- dedup-index -------------------------------------------------------------------------------------
+
+
+def cmd_dedup_index(args: argparse.Namespace) -> int:
+    from .batch import dedup_index
+
+    checkpoint = args.checkpoint or Path(".zhdedup-checkpoints") / f"dedup-index-{args.source}.json"
+    with _client(args) as client:
+        total = client.count(index=args.source)["count"]
+        with _bar(total, "doc", "dedup-index") as bar:
+            report = dedup_index(client, args.source, dedup_config(args), text_field=args.text_field,
+                                 html_field=args.html_field, id_field=args.id_field, dry_run=args.dry_run,
+                                 checkpoint=checkpoint, batch_size=args.batch_size, progress=bar)
+    if args.json:
+        _print(report)
+        return 0
+    print(f"zhdedup es dedup-index{' (dry run)' if report['dry_run'] else ''}: {report['judged']} judged "
+          f"({report['unique']} unique, {report['exact']} exact, {report['near']} near), {report['loaded']} judged "
+          f"before, {report['skipped']} without text, {report['seconds']:.1f} s, {report['docs_per_s']:.0f} docs/s")
+    print(f"{report['clusters']} clusters, {report['duplicate_clusters']} with duplicates; largest:")
+    for c in report["largest"]:
+        print(f"  {c['size']:5d}  {c['cluster']}  e.g. {', '.join(c['examples'])}")
+    for doc, why in report["skipped_examples"].items():
+        print(f"skipped {doc}: {why}", file=sys.stderr)
+    return 0

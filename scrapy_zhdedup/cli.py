@@ -28,12 +28,19 @@ def add_dedup_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--shingle-size", type=int, default=d.shingle_size)
     g.add_argument("--no-t2s", dest="t2s", action="store_false", help="keep traditional characters as they are")
     g.add_argument("--extractor", choices=("lxml", "trafilatura"), default=d.extractor)
+    g.add_argument("--no-passages", dest="passages", action="store_false",
+                   help="find near repeats through the SimHash bands only")
+    g.add_argument("--passage-chars", type=int, default=d.passage_chars)
+    g.add_argument("--passage-share", type=float, default=d.passage_share)
+    g.add_argument("--passage-threshold", type=int, default=d.passage_threshold)
 
 
 def dedup_config(args: argparse.Namespace) -> DedupConfig:
     return DedupConfig(threshold=args.threshold, bands=args.bands, features=args.features,
                        short_text_chars=args.short_text_chars, shingle_size=args.shingle_size,
-                       traditional_to_simplified=args.t2s, extractor=args.extractor)
+                       traditional_to_simplified=args.t2s, extractor=args.extractor, passages=args.passages,
+                       passage_chars=args.passage_chars, passage_share=args.passage_share,
+                       passage_threshold=args.passage_threshold)
 
 
 def progress(total: int, unit: str, desc: str):  # type: ignore[no-untyped-def]

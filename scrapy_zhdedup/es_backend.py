@@ -244,7 +244,8 @@ class ElasticsearchBackend:
         """Write everything buffered and wait until it is visible to searches."""
         if not self._started:
             return
-        while self._batches[-1].actions:  # writing can enqueue more (annotated losers of a 409 race)
+        # A batch sealed by size may still be on its way; writing can enqueue more (annotated losers of a 409 race).
+        while self._batches[-1].actions or self._sealed:
             self._seal()
             async with self._written:
                 await self._written.wait_for(lambda: not self._sealed)

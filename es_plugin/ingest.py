@@ -1,0 +1,310 @@
+"""``zhdedup es ingest``: load JSONL files or directories of saved pages into an index, deduplicated.
+
+Every document goes through :class:`~scrapy_zhdedup.es_backend.ElasticsearchBackend`, the engine
+the Scrapy pipeline uses, so an ingested corpus and a crawled one are judged alike.
+
+Inputs:
+
+* a JSONL file: one ``{"id": ..., "text"|"html": ...}`` per line, as for ``zhdedup scan``; the other
+  keys become fields of the stored document;
+* a directory: every ``*.html``/``*.htm``/``*.shtml``/``*.xhtml`` below it, in sorted order, with the
+  relative path as id, bytes decoded like a browser would (GBK and Big5 included).
+
+For HTML the main text is extracted once, stored as ``text`` and judged (the engine would extract
+the same text from the page again); the raw HTML is not stored.
+
+Resuming: one checkpoint file per (index, input) records how far the input was written (last line
+number, or number of files), saved only after the backend's ``flush`` returned, i.e. after
+Elasticsearch acknowledged every document up to there.  A rerun continues after it.  Beyond that,
+ids are looked up in the index one bulk's worth at a time before they are judged, and documents
+already stored are skipped: a process killed hard between a bulk and its checkpoint, or an input
+given again (``--restart``, overlapping files), never stores a document a second time as an "exact
+repeat" of itself.  That costs one ``terms`` search per bulk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import html as htmllib
+import itertools
+import json
+import logging
+import re
+import time
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elasticsearch import AsyncElasticsearch
+
+from scrapy_zhdedup.config import DedupConfig, EsConfig
+from scrapy_zhdedup.engine import Fingerprinter, Verdict
+from scrapy_zhdedup.errors import EmptyTextError, ZhDedupError
+from scrapy_zhdedup.es_backend import ElasticsearchBackend
+from scrapy_zhdedup.jsonl import BadRecordError, open_input, read_records
+from scrapy_zhdedup.persist import atomic_write
+from scrapy_zhdedup.text import decode_html
+
+from .client import acheck_reachable, make_async_client
+
+logger = logging.getLogger(__name__)
+
+HTML_SUFFIXES = (".html", ".htm", ".shtml", ".xhtml")
+DEFAULT_CHECKPOINT_DIR = Path(".zhdedup-checkpoints")
+CHECKPOINT_FORMAT = 1
+MAX_REPORTED_ERRORS = 50
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One document to judge; ``position`` is what the checkpoint stores once it is written."""
+
+    doc_id: str
+    text: str
+    document: dict[str, Any]
+    path: str
+    line: int
+    position: int
+
+
+@dataclass
+class Checkpoint:
+    """How far one input got into one index; saved atomically, only after a flush was acknowledged."""
+
+    path: Path
+    index: str
+    source: str
+    kind: str
+    position: int = 0  # JSONL: last line written; directory: number of files written
+    last: str | None = None  # directory: relative path of the last file written
+    done: bool = False
+
+    @classmethod
+    def open(cls, directory: Path, index: str, source: Path, kind: str, restart: bool) -> Checkpoint:
+        key = hashlib.sha1(f"{index}\0{source}".encode()).hexdigest()[:16]
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{index}--{source.name}")[:100]
+        path = directory / f"{name}--{key}.json"
+        fresh = cls(path, index, str(source), kind)
+        if restart or not path.exists():
+            return fresh
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ZhDedupError(f"{path}: unreadable checkpoint ({exc}); delete it or use --restart") from exc
+        if data.get("format") != CHECKPOINT_FORMAT or data.get("kind") != kind:
+            raise ZhDedupError(f"{path}: not a checkpoint of this {kind} input; delete it or use --restart")
+        return cls(path, index, str(source), kind, int(data["position"]), data.get("last"), bool(data["done"]))
+
+    def save(self) -> None:
+        payload = json.dumps({"format": CHECKPOINT_FORMAT, "index": self.index, "input": self.source,
+                              "kind": self.kind, "position": self.position, "last": self.last,
+                              "done": self.done}, ensure_ascii=False).encode("utf-8")
+        atomic_write(self.path, lambda fh: fh.write(payload))
+
+
+@dataclass
+class _Stats:
+    """What the backend counts (``inc_value`` like Scrapy's stats collector)."""
+
+    values: Counter[str] = field(default_factory=Counter)
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self.values[key] += count
+
+
+class _Reader:
+    """Turns one input into items, extracting HTML main text with the engine's cleaner."""
+
+    def __init__(self, fingerprinter: Fingerprinter, strict: bool, errors: list[BadRecordError]) -> None:
+        self.extract = fingerprinter.cleaner.extract
+        self.strict = strict
+        self.errors = errors
+
+    def bad(self, path: str, line: int, reason: str) -> None:
+        error = BadRecordError(path, line, reason)
+        if self.strict:
+            raise error
+        logger.warning("skipped %s", error)
+        self.errors.append(error)
+
+    def jsonl(self, source: Path, start: int) -> Iterator[Item]:
+        with open_input(source) as fh:
+            for rec in read_records(fh, str(source), strict=self.strict, start_line=start, errors=self.errors):
+                document = {k: v for k, v in rec.data.items() if k != "html"}
+                text = rec.text
+                if rec.html is not None:  # html wins over text, as in `zhdedup scan` and the pipeline
+                    text = self.extract(rec.html)
+                    document.setdefault("text", text)
+                yield Item(rec.doc_id, text or "", document, rec.path, rec.line, rec.line)
+
+    def html_dir(self, source: Path, files: list[Path], start: int) -> Iterator[Item]:
+        for number, file in enumerate(files[start:], start=start + 1):
+            rel = file.relative_to(source).as_posix()
+            try:
+                page = decode_html(file.read_bytes())
+            except OSError as exc:
+                self.bad(str(file), 0, f"unreadable ({exc.strerror})")
+                continue
+            title = _TITLE.search(page)
+            text = self.extract(page)
+            document = {"id": rel, "path": rel, "text": text}
+            if title:
+                document["title"] = htmllib.unescape(title.group(1)).strip()
+            yield Item(rel, text, document, str(file), 0, number)
+
+
+def html_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.rglob("*") if p.suffix.lower() in HTML_SUFFIXES and p.is_file())
+
+
+def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: str = "annotate",
+           checkpoint_dir: Path = DEFAULT_CHECKPOINT_DIR, restart: bool = False, strict: bool = False,
+           concurrency: int = 1, progress: Progress | None = None) -> dict[str, Any]:
+    """Ingest ``inputs`` into ``es.es_index``; returns counts per input and in total.
+
+    ``mode="annotate"`` stores duplicates too (with their verdict, for folded search), ``"drop"``
+    stores first copies only.  ``concurrency`` documents are judged at once, which overlaps their
+    Elasticsearch round trips; among those, which of two near-duplicates counts as the first can
+    then depend on timing (as in a crawl), so use 1 for decisions strictly in input order.
+    ``progress(n)`` is called with the number of documents just judged.
+    """
+    if mode not in ("annotate", "drop"):
+        raise ValueError(f"mode must be 'annotate' or 'drop', not {mode!r}")
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    kinds = []
+    for source in inputs:
+        if source.is_dir():
+            kinds.append("html")
+        elif source.is_file():
+            kinds.append("jsonl")
+        else:
+            raise ZhDedupError(f"{source}: no such file or directory")
+    return asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
+                               concurrency, progress))
+
+
+async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsConfig, mode: str,
+                  checkpoint_dir: Path, restart: bool, strict: bool, concurrency: int,
+                  progress: Progress | None) -> dict[str, Any]:
+    client = make_async_client(es, max_retries=0)  # the backend retries with its own backoff
+    stats = _Stats()
+    backend = ElasticsearchBackend(dedup, es, stats=stats, index_duplicates=mode == "annotate", client=client)
+    errors: list[BadRecordError] = []
+    reader = _Reader(Fingerprinter(dedup), strict, errors)
+    reports = []
+    started = time.perf_counter()
+    try:
+        await acheck_reachable(client, es.es_url)
+        for source, kind in sources:
+            state = Checkpoint.open(checkpoint_dir, es.es_index, source.resolve(), kind, restart)
+            reports.append(await _ingest_one(backend, client, reader, source, state, es, concurrency, progress))
+    finally:
+        try:
+            await backend.close()
+        finally:
+            await client.close()
+    seconds = time.perf_counter() - started
+    totals: Counter[str] = Counter()
+    for report in reports:
+        totals.update({k: v for k, v in report.items() if isinstance(v, int) and not isinstance(v, bool)})
+    judged = totals["unique"] + totals["exact"] + totals["near"]
+    return {
+        "index": es.es_index, "mode": mode, "inputs": reports,
+        "judged": judged, "unique": totals["unique"], "exact": totals["exact"], "near": totals["near"],
+        "already_stored": totals["already_stored"], "bad": len(errors),
+        "bad_examples": [str(e) for e in errors[:MAX_REPORTED_ERRORS]],
+        "dead_lettered": stats.values["zhdedup/es/dead_letter"],
+        "dead_letter_file": str(backend.dead_letter_path) if stats.values["zhdedup/es/dead_letter"] else None,
+        "seconds": round(seconds, 2), "docs_per_s": round(judged / seconds, 1) if seconds else 0.0,
+    }
+
+
+async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch, reader: _Reader, source: Path,
+                      state: Checkpoint, es: EsConfig, concurrency: int, progress: Progress | None) -> dict[str, Any]:
+    counts: Counter[str] = Counter()
+    report: dict[str, Any] = {"input": str(source), "kind": state.kind, "resumed_from": state.position,
+                              "checkpoint": str(state.path)}
+    if state.done:
+        logger.info("%s: already ingested into %s (checkpoint %s)", source, es.es_index, state.path)
+        return {**report, "done": True, "skipped_input": True}
+    if state.kind == "html":
+        files = html_files(source)
+        if state.position and (state.position > len(files)
+                               or files[state.position - 1].relative_to(source).as_posix() != state.last):
+            raise ZhDedupError(f"{source}: the directory changed since checkpoint {state.path} "
+                               f"(file {state.position} is no longer {state.last!r}); use --restart")
+        items = reader.html_dir(source, files, state.position)
+    else:
+        items = reader.jsonl(source, state.position)
+    stream = _skip_stored(items, client, es.es_index, es.es_bulk_size, counts)
+    in_flight: deque[tuple[Item, asyncio.Future[Verdict]]] = deque()
+    since_flush = 0
+
+    async def settle() -> None:
+        """Take the oldest judgement: positions are checkpointed in input order whatever finishes first."""
+        nonlocal since_flush
+        item, future = in_flight.popleft()
+        try:
+            verdict = await future
+        except (EmptyTextError, ValueError) as exc:
+            reader.bad(item.path, item.line, str(exc))
+        else:
+            counts[verdict.status] += 1
+        state.position, state.last = item.position, item.doc_id
+        since_flush += 1
+        if progress is not None:
+            progress(1)
+        if since_flush >= es.es_bulk_size:
+            await backend.flush()
+            state.save()
+            since_flush = 0
+
+    try:
+        async for item in stream:
+            in_flight.append((item, asyncio.ensure_future(
+                backend.judge(item.doc_id, text=item.text, html=None, document=item.document))))
+            if len(in_flight) >= concurrency:
+                await settle()
+        while in_flight:
+            await settle()
+        await backend.flush()
+        state.done = True
+        state.save()
+    except BaseException:
+        for _, future in in_flight:
+            future.cancel()
+        await asyncio.gather(*(f for _, f in in_flight), return_exceptions=True)
+        try:  # keep what was judged before the interruption, so a rerun does not redo it
+            await backend.flush()
+            state.save()
+        except Exception as exc:  # Elasticsearch may be why we stopped; the checkpoint stays behind
+            logger.warning("%s: could not flush after the interruption (%s); the checkpoint stays at %d",
+                           source, exc, state.position)
+        raise
+    return {**report, **counts, "done": True}
+
+
+async def _skip_stored(items: Iterator[Item], client: AsyncElasticsearch, index: str, window: int,
+                       counts: Counter[str]) -> AsyncIterator[Item]:
+    """Items whose id the index does not hold yet, looked up ``window`` at a time."""
+    await client.indices.refresh(index=index, ignore_unavailable=True)  # a killed run's last bulk
+    while True:
+        head = list(itertools.islice(items, window))
+        if not head:
+            return
+        ids = list({i.doc_id for i in head})
+        resp = await client.search(index=index, size=0, ignore_unavailable=True, aggs={
+            "stored": {"terms": {"field": "zhdedup.doc_id", "include": ids, "size": len(ids)}}})
+        stored = {b["key"] for b in resp.get("aggregations", {}).get("stored", {}).get("buckets", [])}
+        for item in head:
+            if item.doc_id in stored:
+                counts["already_stored"] += 1
+            else:
+                yield item

@@ -1,0 +1,179 @@
+"""Search with near-duplicates folded: one hit per ``zhdedup.cluster``, plus how many it stands for.
+
+How the folding is done, and why:
+
+* ``collapse`` on ``zhdedup.cluster`` (a keyword with doc values) keeps the best hit of each
+  cluster.  The number of documents each hit stands for comes from an ``inner_hits`` block on the
+  collapse: Elasticsearch expands every returned group with one extra search (the original query
+  plus a term filter on that cluster), all sent as one multi-search.  With ``size: 0`` it returns
+  only ``hits.total``, the exact number of the cluster's documents that match the query; with
+  ``size: n`` the best ``n`` of them as well.  The cost grows with the page size, not with the
+  result set, and the count is exact (a ``terms`` aggregation would need a second pass of the query
+  over every match; a ``cardinality`` is approximate and cannot be per hit).
+* The number of groups for the whole query is a ``cardinality`` aggregation on the cluster field,
+  with the maximum ``precision_threshold`` (40000): exact in practice below that many clusters,
+  HyperLogLog-approximate (within a few percent) above it.
+
+Paging, and its limits (checked against Elasticsearch 9.2):
+
+* Relevance pages use ``from``/``size`` on the collapsed groups, sorted by ``_score`` then by the
+  cluster id.  The cluster id is unique per group, so the order is total: on an index that does not
+  change between requests no group is repeated or lost across pages.  ``from + size`` must stay
+  within ``index.max_result_window`` (10000 groups by default), and ``inner_hits`` within
+  ``index.max_inner_result_window`` (100).
+* ``search_after`` with ``collapse`` is refused unless the sort is the collapse field alone, so there
+  is no deep paging in relevance order.  :func:`iter_folded` walks *every* group of a query (no
+  window limit) in cluster-id order instead: point in time + ``search_after`` on the cluster field.
+* Documents without ``zhdedup.cluster`` (not deduplicated yet) are collapsed into a single group by
+  Elasticsearch; run ``zhdedup es dedup-index`` on such an index first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from elasticsearch import ApiError, Elasticsearch
+
+from scrapy_zhdedup.errors import ZhDedupError
+
+CLUSTER_FIELD = "zhdedup.cluster"
+FOLDED = "folded"  # name of the inner_hits block
+MAX_PRECISION = 40_000  # the largest precision_threshold Elasticsearch accepts
+_ZHDEDUP_SOURCE = ["zhdedup.doc_id", "zhdedup.status", "zhdedup.dup_of", "zhdedup.distance", "zhdedup.cluster"]
+
+
+def query_clause(query: str | Mapping[str, Any], fields: Sequence[str]) -> dict[str, Any]:
+    """A query string becomes "all terms in one of ``fields``", phrases ranked first.
+
+    The default analyzer indexes Chinese as single characters, so a plain ``match`` with OR would
+    hit nearly every document; requiring all terms and boosting the exact phrase keeps results on
+    topic.  A dict is used as the query clause itself (or its ``query`` key, for a whole body).
+    """
+    if isinstance(query, Mapping):
+        return dict(query["query"]) if "query" in query else dict(query)
+    if not query.strip():
+        raise ValueError("empty search query")
+    return {"bool": {
+        "must": [{"multi_match": {"query": query, "fields": list(fields), "operator": "and"}}],
+        "should": [{"multi_match": {"query": query, "fields": list(fields), "type": "phrase", "boost": 2}}],
+    }}
+
+
+def folded_query_body(query: str | Mapping[str, Any], *, page: int = 1, size: int = 10, inner_hits: int = 0,
+                      fields: Sequence[str] = ("title", "text")) -> dict[str, Any]:
+    """The search body (usable as is in Kibana Dev Tools) for one page of folded results."""
+    if page < 1 or size < 1:
+        raise ValueError("page and size must be at least 1")
+    if inner_hits < 0:
+        raise ValueError("inner_hits must be >= 0")
+    source = [*fields, *_ZHDEDUP_SOURCE]
+    return {
+        "query": query_clause(query, fields),
+        "collapse": {
+            "field": CLUSTER_FIELD,
+            # +1: the group's top hit is among its inner hits and is left out of the duplicates
+            "inner_hits": {"name": FOLDED, "size": inner_hits + 1 if inner_hits else 0,
+                           "_source": source if inner_hits else False},
+        },
+        "sort": ["_score", {CLUSTER_FIELD: "asc"}],
+        "from": (page - 1) * size,
+        "size": size,
+        "_source": source,
+        "track_total_hits": True,
+        "aggs": {"groups": {"cardinality": {"field": CLUSTER_FIELD, "precision_threshold": MAX_PRECISION}}},
+    }
+
+
+def folded_search(client: Elasticsearch, index: str, query: str | Mapping[str, Any], *, page: int = 1,
+                  size: int = 10, inner_hits: int = 0, fields: Sequence[str] = ("title", "text")) -> dict[str, Any]:
+    """One page of results, one hit per duplicate cluster.
+
+    Returns ``total_hits`` (matching documents before folding), ``total_groups`` (after folding),
+    ``pages``, and ``hits``: per group its best document, ``folded`` (how many other documents of
+    the cluster match the query and were folded under it) and up to ``inner_hits`` of those.
+    """
+    body = folded_query_body(query, page=page, size=size, inner_hits=inner_hits, fields=fields)
+    try:
+        resp = client.search(index=index, body=body)
+    except ApiError as exc:
+        raise _search_error(exc, index) from exc
+    groups = resp["aggregations"]["groups"]["value"]
+    return {
+        "index": index,
+        "page": page,
+        "size": size,
+        "total_hits": resp["hits"]["total"]["value"],
+        "total_groups": groups,
+        "groups_exact": groups < MAX_PRECISION,
+        "pages": -(-groups // size),
+        "took_ms": resp["took"],
+        "hits": [_group(hit, inner_hits) for hit in resp["hits"]["hits"]],
+    }
+
+
+def iter_folded(client: Elasticsearch, index: str, query: str | Mapping[str, Any], *, batch: int = 500,
+                fields: Sequence[str] = ("title", "text"), keep_alive: str = "2m") -> Iterator[dict[str, Any]]:
+    """Every group of a query once, in cluster-id order, without the result-window limit.
+
+    Collapse allows ``search_after`` only when sorting on the collapse field alone; the point in
+    time keeps the groups from shifting between batches while the index is written to.
+    """
+    body = folded_query_body(query, size=batch, fields=fields)
+    del body["from"], body["aggs"]
+    body["sort"] = [{CLUSTER_FIELD: "asc"}]
+    body["track_total_hits"] = False
+    try:
+        pit = client.open_point_in_time(index=index, keep_alive=keep_alive)["id"]
+    except ApiError as exc:
+        raise _search_error(exc, index) from exc
+    try:
+        while True:
+            body["pit"] = {"id": pit, "keep_alive": keep_alive}
+            try:
+                resp = client.search(body=body)
+            except ApiError as exc:
+                raise _search_error(exc, index) from exc
+            pit = resp.get("pit_id", pit)
+            hits = resp["hits"]["hits"]
+            for hit in hits:
+                yield _group(hit, 0)
+            if len(hits) < batch:
+                return
+            # the point in time appends a _shard_doc tiebreaker to the sort values; collapse refuses it
+            # back, and the cluster id alone is unique per group anyway
+            body["search_after"] = hits[-1]["sort"][:1]
+    finally:
+        client.close_point_in_time(id=pit)
+
+
+def _group(hit: dict[str, Any], inner_hits: int) -> dict[str, Any]:
+    inner = hit.get("inner_hits", {}).get(FOLDED, {}).get("hits", {"total": {"value": 1}, "hits": []})
+    duplicates = [_doc(h) for h in inner["hits"] if h["_id"] != hit["_id"]][:inner_hits]
+    return {**_doc(hit), "folded": max(0, inner["total"]["value"] - 1), "duplicates": duplicates}
+
+
+def _doc(hit: dict[str, Any]) -> dict[str, Any]:
+    source = dict(hit.get("_source") or {})
+    meta = source.pop("zhdedup", {}) or {}
+    return {"id": hit["_id"], "doc_id": meta.get("doc_id"), "cluster": meta.get("cluster"),
+            "status": meta.get("status"), "dup_of": meta.get("dup_of"), "distance": meta.get("distance"),
+            "score": hit.get("_score"), "source": source}
+
+
+def _search_error(exc: ApiError, index: str) -> ZhDedupError:
+    reason = _root_reason(exc)
+    if "Result window is too large" in reason:
+        return ZhDedupError(f"{index}: page out of range ({reason}); use iter_folded / --all to walk every group")
+    if exc.status_code == 404:
+        return ZhDedupError(f"{index}: no such index")
+    return ZhDedupError(f"{index}: search failed ({exc.status_code}): {reason}")
+
+
+def _root_reason(exc: ApiError) -> str:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", {})
+    if isinstance(error, dict):
+        causes = error.get("root_cause") or [error]
+        return str(causes[0].get("reason", error))
+    return str(error or exc)

@@ -1,0 +1,167 @@
+"""``dedup_index`` on an existing index of real Chinese news, against the real node."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from es_plugin.batch import _Reader, dedup_index
+from es_plugin.template import EsIndexError
+from scrapy_zhdedup.config import DedupConfig
+from scrapy_zhdedup.engine import Deduper
+from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError
+from zhtexts import articles, edit_chars, traditional, with_attribution
+
+pytestmark = pytest.mark.es
+
+DEDUP = DedupConfig()
+VERDICT = ("status", "dup_of", "distance", "cluster", "hash", "fp", "doc_id")
+
+
+def corpus(n: int = 30) -> list[tuple[str, dict[str, Any]]]:
+    """Originals with reposts (attribution lines, typos, traditional, whitespace-only copies), and two bad docs."""
+    docs: list[tuple[str, dict[str, Any]]] = []
+    rng = random.Random(7)
+    for i, a in enumerate(articles(n)):
+        docs.append((f"a{i}", {"title": a.title, "text": a.text}))
+        kinds = rng.sample(["attr", "edit", "trad", "copy"], k=rng.randint(0, 2))
+        for kind in kinds:
+            text = {"attr": lambda t: with_attribution(t), "edit": lambda t: edit_chars(t, 2, i),
+                    "trad": traditional, "copy": lambda t: " " + t.replace("。", "。\n")}[kind](a.text)
+            docs.append((f"{kind}{i}", {"title": a.title, "text": text}))
+    rng.shuffle(docs)  # reposts may come before their original, as in a real corpus
+    docs.insert(5, ("empty", {"title": "空", "text": " 。，！ "}))
+    docs.insert(9, ("notext", {"title": "没有正文"}))
+    return docs
+
+
+def load(client: Elasticsearch, index: str, docs: list[tuple[str, dict[str, Any]]], shards: int = 1) -> None:
+    client.indices.create(index=index, settings={"number_of_shards": shards, "number_of_replicas": 0},
+                          mappings={"_meta": {"owner": "test"},
+                                    "properties": {"title": {"type": "text"}, "text": {"type": "text"}}})
+    ops: list[dict[str, Any]] = []
+    for doc_id, source in docs:
+        ops += [{"index": {"_index": index, "_id": doc_id}}, source]
+    assert not client.bulk(operations=ops, refresh=True)["errors"]
+
+
+def verdicts(client: Elasticsearch, index: str) -> dict[str, dict[str, Any]]:
+    client.indices.refresh(index=index)
+    hits = client.search(index=index, size=1000, query={"match_all": {}})["hits"]["hits"]
+    return {h["_id"]: {k: h["_source"].get("zhdedup", {}).get(k) for k in VERDICT} for h in hits}
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[tuple[str, dict[str, Any]]]:
+    return corpus()
+
+
+def test_verdicts_equal_the_engine_in_read_order(es_client: Elasticsearch, es_index: str,
+                                                 docs: list[tuple[str, dict[str, Any]]], tmp_path: Path) -> None:
+    load(es_client, es_index, docs)
+    report = dedup_index(es_client, es_index, DEDUP, checkpoint=tmp_path / "ck.json", batch_size=16)
+
+    deduper, expected = Deduper(DEDUP), {}
+    for doc_id, source in docs:  # insertion order is _seq_no order on one shard
+        if doc_id not in ("empty", "notext"):
+            v = deduper.check(doc_id, text=source["text"])
+            expected[doc_id] = (v.status, v.dup_of, v.distance, v.cluster)
+    got = verdicts(es_client, es_index)
+    assert {d: (g["status"], g["dup_of"], g["distance"], g["cluster"]) for d, g in got.items() if g["status"]} == expected
+    assert got["empty"]["status"] is None and got["notext"]["status"] is None
+    assert report["skipped"] == 2 and set(report["skipped_examples"]) == {"empty", "notext"}
+    statuses = [e[0] for e in expected.values()]
+    assert report["judged"] == len(expected) and report["near"] == statuses.count("near") > 5
+    assert report["exact"] == statuses.count("exact") > 3
+    biggest = report["largest"][0]
+    assert biggest["size"] == max(sum(1 for e in expected.values() if e[3] == c) for c in {e[3] for e in expected.values()})
+    assert biggest["examples"][0] == biggest["cluster"]
+    # the index keeps its own _meta next to ours, and a second run has nothing left to do
+    meta = es_client.indices.get_mapping(index=es_index)[es_index]["mappings"]["_meta"]
+    assert meta["owner"] == "test" and meta["zhdedup"]["layout"] == DEDUP.layout.to_dict()
+    again = dedup_index(es_client, es_index, DEDUP, checkpoint=tmp_path / "ck.json")
+    assert again["judged"] == 0 and again["loaded"] == len(expected)
+
+
+class Interrupt(Exception):
+    pass
+
+
+def interrupt_after(n: int, seen: list[int]) -> Any:
+    def progress(k: int) -> None:
+        seen.append(k)
+        if len(seen) == n:
+            raise Interrupt
+
+    return progress
+
+
+def test_interrupted_runs_resume_to_the_uninterrupted_result(es_client: Elasticsearch, es_index: str,
+                                                              docs: list[tuple[str, dict[str, Any]]],
+                                                              tmp_path: Path) -> None:
+    straight, resumed = es_index, f"{es_index}-resumed"
+    load(es_client, straight, docs)
+    load(es_client, resumed, docs)
+    dedup_index(es_client, straight, DEDUP, batch_size=10)
+
+    checkpoint, seen = tmp_path / "ck.json", []
+    with pytest.raises(Interrupt):  # stops mid-page: the judged part of the page is written anyway
+        dedup_index(es_client, resumed, DEDUP, checkpoint=checkpoint, batch_size=10, progress=interrupt_after(17, seen))
+    first = sum(1 for v in verdicts(es_client, resumed).values() if v["status"])
+    assert first == 17 - sum(1 for d, _ in docs[:17] if d in ("empty", "notext"))
+    with pytest.raises(Interrupt):
+        dedup_index(es_client, resumed, DEDUP, checkpoint=checkpoint, batch_size=10, progress=interrupt_after(40, seen))
+    last = dedup_index(es_client, resumed, DEDUP, checkpoint=checkpoint, batch_size=10, progress=lambda k: seen.append(k))
+
+    assert len(seen) == len(docs)  # every document judged exactly once over the three runs
+    assert last["loaded"] == 40 - 2 and last["skipped"] == 2
+    assert verdicts(es_client, resumed) == verdicts(es_client, straight)
+
+
+def test_dry_run_writes_nothing(es_client: Elasticsearch, es_index: str,
+                                docs: list[tuple[str, dict[str, Any]]], tmp_path: Path) -> None:
+    load(es_client, es_index, docs[:20])
+    report = dedup_index(es_client, es_index, DEDUP, dry_run=True, checkpoint=tmp_path / "ck.json")
+    assert report["judged"] + report["skipped"] == 20 and report["dry_run"]
+    mapping = es_client.indices.get_mapping(index=es_index)[es_index]["mappings"]
+    assert "zhdedup" not in mapping["properties"] and "zhdedup" not in mapping["_meta"]
+    assert not (tmp_path / "ck.json").exists()
+    assert all(v["status"] is None for v in verdicts(es_client, es_index).values())
+
+
+def test_point_in_time_expiry_keeps_the_order(es_client: Elasticsearch, es_index: str,
+                                              docs: list[tuple[str, dict[str, Any]]]) -> None:
+    load(es_client, es_index, docs, shards=2)
+    reader = _Reader(es_client, es_index, 7)
+    expected = [h["_id"] for page in reader.pages({"match_all": {}}, False) for h in page]
+    got = []
+    for page in reader.pages({"match_all": {}}, False):
+        got += [h["_id"] for h in page]
+        if len(got) == 14:
+            es_client.close_point_in_time(id=reader.pit)  # as if it had expired
+    reader.close()
+    assert got == expected and len(got) == len(docs)
+
+
+def test_wrong_layout_or_mapping_is_refused(es_client: Elasticsearch, es_index: str,
+                                            docs: list[tuple[str, dict[str, Any]]]) -> None:
+    with pytest.raises(ZhDedupError, match="no such index"):
+        dedup_index(es_client, es_index, DEDUP)
+    load(es_client, es_index, docs[:12])
+    dedup_index(es_client, es_index, DEDUP)
+    with pytest.raises(LayoutMismatchError, match="threshold"):
+        dedup_index(es_client, es_index, DedupConfig(threshold=4))
+
+    other = f"{es_index}-conflict"
+    es_client.indices.create(index=other, mappings={"properties": {"zhdedup": {"type": "keyword"}}})
+    with pytest.raises(ZhDedupError, match="cannot add the zhdedup fields"):
+        dedup_index(es_client, other, DEDUP)
+    foreign = f"{es_index}-foreign"
+    es_client.indices.create(index=foreign, mappings={"_meta": {"zhdedup": {"template_version": 99}}})
+    with pytest.raises(EsIndexError, match="template version 99"):
+        dedup_index(es_client, foreign, DEDUP)
+

@@ -1,0 +1,111 @@
+"""``zhdedup es …`` end to end through ``scrapy_zhdedup.cli.main``, against the real node."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from es_plugin.template import template_name
+from scrapy_zhdedup.cli import main
+from zhtexts import articles, edit_chars, with_attribution
+
+pytestmark = pytest.mark.es
+
+
+@pytest.fixture
+def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
+    yield es_index
+    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
+
+
+@pytest.fixture(scope="module")
+def news(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "news.jsonl"
+    lines = []
+    for i, a in enumerate(articles(12, max_chars=1500)):
+        lines.append({"id": f"https://a.example/{i}", "title": a.title, "text": a.text})
+        if i < 6:
+            lines.append({"id": f"https://b.example/{i}", "title": a.title, "text": with_attribution(a.text)})
+            lines.append({"id": f"https://c.example/{i}", "title": a.title, "text": edit_chars(a.text, 2, i)})
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_install_status_ingest_search_reconcile(es_url: str, index: str, news: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    conn = ("--url", es_url)
+    code, out, _ = run(capsys, "es", "install", "--index", index, *conn)
+    assert code == 0 and "created" in out
+    code, out, _ = run(capsys, "es", "install", "--index", index, *conn)
+    assert code == 0 and "unchanged" in out
+
+    code, out, _ = run(capsys, "es", "ingest", str(news), "--index", index, *conn, "--bulk-size", "10",
+                       "--checkpoint-dir", str(tmp_path / "ck"), "--dead-letter", str(tmp_path / "dead.jsonl"))
+    assert code == 0 and "zhdedup es ingest: 24 judged" in out and "docs/s" in out
+
+    code, out, _ = run(capsys, "es", "status", "--index", index, *conn, "--json")
+    status = json.loads(out)
+    assert code == 0 and status["matches"] and status["docs"] == 24 and status["clusters"] < 24
+    code, out, _ = run(capsys, "es", "status", "--index", index, *conn, "--threshold", "4")
+    assert code == 1 and "matches:   NO" in out and "ZHDEDUP_THRESHOLD=3" in out
+
+    title = news.read_text(encoding="utf-8").split("\n")[0]
+    title = json.loads(title)["title"]
+    code, out, _ = run(capsys, "es", "search", index, title, *conn, "--inner-hits", "2")
+    assert code == 0 and "near-duplicates folded" in out and "~ https://" in out
+    code, out, _ = run(capsys, "es", "search", index, title, *conn, "--json")
+    assert json.loads(out)["hits"][0]["folded"] >= 1
+    code, out, _ = run(capsys, "es", "search", index, "中国", *conn, "--all")
+    groups = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len({g["cluster"] for g in groups}) == len(groups)
+
+    code, out, _ = run(capsys, "es", "reconcile", index, *conn, "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["scanned"] == 24
+
+
+def test_dedup_index_and_print_body(es_url: str, es_client: Elasticsearch, es_index: str, news: Path,
+                                    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    es_client.indices.create(index=es_index, mappings={"properties": {"text": {"type": "text"}}})
+    ops = []
+    for line in news.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        ops += [{"index": {"_index": es_index}}, {"url": rec["id"], "title": rec["title"], "text": rec["text"]}]
+    es_client.bulk(operations=ops, refresh=True)
+    monkeypatch.chdir(tmp_path)  # the default checkpoint goes to ./.zhdedup-checkpoints
+    conn = ("--url", es_url)
+
+    code, out, _ = run(capsys, "es", "dedup-index", es_index, *conn, "--id-field", "url", "--dry-run", "--json")
+    dry = json.loads(out)
+    assert code == 0 and dry["dry_run"] and dry["judged"] == 24
+    code, out, _ = run(capsys, "es", "dedup-index", es_index, *conn, "--id-field", "url")
+    assert code == 0 and "24 judged" in out and "largest:" in out and "https://a.example/" in out
+    assert (tmp_path / ".zhdedup-checkpoints" / f"dedup-index-{es_index}.json").exists()
+    cluster = es_client.search(index=es_index, query={"term": {"url.keyword": "https://b.example/0"}})
+    assert cluster["hits"]["hits"][0]["_source"]["zhdedup"]["dup_of"] == "https://a.example/0"
+
+    code, out, _ = run(capsys, "es", "search", es_index, "新闻", "--print-body", "--inner-hits", "3")
+    body = json.loads(out)
+    assert body["collapse"]["field"] == "zhdedup.cluster" and body["collapse"]["inner_hits"]["size"] == 4
+
+
+def test_errors_are_one_clear_line(es_url: str, es_index: str, capsys: pytest.CaptureFixture[str],
+                                   tmp_path: Path) -> None:
+    code, _, err = run(capsys, "es", "search", es_index, "中国", "--url", es_url)
+    assert code == 2 and "no such index" in err
+    code, _, err = run(capsys, "es", "status", "--index", es_index, "--url", "http://127.0.0.1:9")
+    assert code == 2 and "http://127.0.0.1:9 is not reachable" in err
+    code, _, err = run(capsys, "es", "ingest", str(tmp_path / "missing.jsonl"), "--index", es_index, "--url", es_url)
+    assert code == 2 and "missing.jsonl: no such file or directory" in err
+    code, _, err = run(capsys, "es", "dedup-index", es_index, "--url", es_url)
+    assert code == 2 and "no such index" in err

@@ -1,0 +1,186 @@
+"""``es ingest`` of real Chinese news (JSONL and saved pages in UTF-8, GBK and Big5), against the real node."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from es_plugin.ingest import Checkpoint, ingest
+from es_plugin.template import EsIndexError, install, template_name
+from scrapy_zhdedup.config import DedupConfig, EsConfig
+from scrapy_zhdedup.engine import Deduper
+from scrapy_zhdedup.errors import LayoutMismatchError
+from scrapy_zhdedup.jsonl import BadRecordError
+from zhtexts import articles, edit_chars, news_page, traditional, traditional_tw, with_attribution
+
+pytestmark = pytest.mark.es
+
+DEDUP = DedupConfig(passages=False)  # the backend finds near repeats through the SimHash bands
+VERDICT = ("status", "dup_of", "distance", "cluster", "hash", "doc_id")
+
+
+@pytest.fixture
+def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
+    yield es_index
+    for name in (es_index, f"{es_index}-straight"):
+        es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(name))
+
+
+def es_config(url: str, index: str, tmp_path: Path, bulk: int = 8) -> EsConfig:
+    return EsConfig(es_url=url, es_index=index, es_bulk_size=bulk, es_dead_letter=str(tmp_path / "dead.jsonl"))
+
+
+def records(n: int = 14) -> list[dict[str, Any]]:
+    """Originals, then reposts: attribution lines, typos, traditional script, a whitespace copy, a page."""
+    originals = articles(n, max_chars=1500)
+    out: list[dict[str, Any]] = [{"id": f"a{i}", "text": a.text, "site": "origin"} for i, a in enumerate(originals)]
+    for i, a in enumerate(originals[: n // 2]):
+        out.append({"id": f"attr{i}", "text": with_attribution(a.text), "site": "金桥财经网"})
+        out.append({"id": f"edit{i}", "text": edit_chars(a.text, 2, i), "site": "repost"})
+        out.append({"id": f"trad{i}", "text": traditional(a.text), "site": "tw"})
+    out.append({"id": "copy0", "text": "  " + originals[1].text.replace("。", "。\n"), "site": "copy"})
+    out.append({"id": "page0", "html": news_page(originals[2].title, originals[2].text), "site": "page"})
+    return out
+
+
+def write_jsonl(path: Path, recs: list[dict[str, Any]], bad_lines: dict[int, str] | None = None) -> Path:
+    lines = [json.dumps(r, ensure_ascii=False) for r in recs]
+    for at, line in sorted((bad_lines or {}).items()):
+        lines.insert(at, line)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def stored(client: Elasticsearch, index: str) -> dict[str, dict[str, Any]]:
+    client.indices.refresh(index=index)
+    hits = client.search(index=index, size=1000)["hits"]["hits"]
+    out = {}
+    for h in hits:
+        z = h["_source"].pop("zhdedup")
+        assert z["doc_id"] not in out, f"{z['doc_id']} stored twice"
+        out[z["doc_id"]] = {**{k: z.get(k) for k in VERDICT}, "source": h["_source"]}
+    return out
+
+
+def test_jsonl_verdicts_fields_and_bad_lines(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch) -> None:
+    recs = records()
+    src = write_jsonl(tmp_path / "news.jsonl", recs, {3: "{broken", 9: json.dumps({"id": "x"}),
+                                                      12: json.dumps({"id": "blank", "text": "。。 ！"})})
+    report = ingest([src], DEDUP, es_config(es_url, index, tmp_path), checkpoint_dir=tmp_path / "ck")
+
+    deduper = Deduper(DEDUP)
+    expected = {r["id"]: deduper.check(r["id"], text=r.get("text"), html=r.get("html")) for r in recs}
+    got = stored(es_client, index)
+    assert {d: (g["status"], g["dup_of"], g["distance"]) for d, g in got.items()} == {
+        d: (v.status, v.dup_of, v.distance) for d, v in expected.items()}
+    statuses = [v.status for v in expected.values()]
+    assert statuses.count("exact") >= 3 and statuses.count("near") >= 3  # traditional + copy; typos
+    assert report["judged"] == len(recs) and report["inputs"][0]["done"]
+    assert got["attr0"]["source"]["site"] == "金桥财经网"  # extra keys become fields
+    page = got["page0"]["source"]
+    assert "html" not in page and recs[-1]["html"] and "分享到" not in page["text"]
+    assert page["text"].split("\n")[0] in recs[-1]["html"]
+
+    assert report["bad"] == 3
+    assert report["bad_examples"] == [f"{src}:4: not JSON (Expecting property name enclosed in double quotes)",
+                                      f"{src}:10: no \"text\" or \"html\" string",
+                                      f"{src}:13: no words or Chinese characters left after cleaning"]
+    with pytest.raises(BadRecordError, match=r"news\.jsonl:4: not JSON"):
+        ingest([src], DEDUP, es_config(es_url, f"{index}-straight", tmp_path), checkpoint_dir=tmp_path / "ck2",
+               strict=True)
+
+
+def test_html_directory_in_gbk_and_big5(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch) -> None:
+    a, b, c = articles(3, encodings=("gbk", "big5"), max_chars=1200)
+    site = tmp_path / "site"
+    (site / "news" / "2019").mkdir(parents=True)
+    (site / "a.html").write_bytes(news_page(a.title, a.text).encode("utf-8"))
+    (site / "news" / "2019" / "a-gbk.htm").write_bytes(news_page(a.title, a.text, charset="gbk").encode("gbk"))
+    (site / "news" / "b.shtml").write_bytes(news_page(b.title, b.text, charset=None).encode("gbk"))  # undeclared
+    big5 = traditional_tw(news_page(c.title, c.text, charset="big5")).encode("big5")
+    (site / "news" / "c-big5.html").write_bytes(big5)
+    (site / "c.html").write_bytes(news_page(c.title, c.text, site="caijing").encode("utf-8"))
+    (site / "notes.txt").write_text("不是网页")
+
+    report = ingest([site], DEDUP, es_config(es_url, index, tmp_path), checkpoint_dir=tmp_path / "ck")
+    got = stored(es_client, index)
+    assert set(got) == {"a.html", "news/2019/a-gbk.htm", "news/b.shtml", "news/c-big5.html", "c.html"}
+    assert report["judged"] == 5 and report["bad"] == 0
+    assert got["news/2019/a-gbk.htm"]["status"] == "exact" and got["news/2019/a-gbk.htm"]["dup_of"] == "a.html"
+    assert got["news/c-big5.html"]["status"] in ("exact", "near") and got["news/c-big5.html"]["dup_of"] == "c.html"
+    assert got["news/b.shtml"]["status"] == "unique"
+    assert got["news/b.shtml"]["source"]["title"].startswith(b.title)
+    first_sentence = b.text[:15]
+    assert first_sentence in got["news/b.shtml"]["source"]["text"]  # GBK bytes decoded right
+    assert traditional_tw(c.text)[:15] in got["news/c-big5.html"]["source"]["text"]
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_interrupted_ingest_resumes_exactly_once(es_url: str, index: str, tmp_path: Path,
+                                                 es_client: Elasticsearch) -> None:
+    recs = records()
+    src = write_jsonl(tmp_path / "news.jsonl", recs)
+    ingest([src], DEDUP, es_config(es_url, f"{index}-straight", tmp_path), checkpoint_dir=tmp_path / "ck-straight")
+
+    seen: list[int] = []
+
+    def stop_at(n: int) -> Any:
+        def progress(k: int) -> None:
+            seen.append(k)
+            if len(seen) == n:
+                raise Interrupt
+        return progress
+
+    cfg = es_config(es_url, index, tmp_path)
+    with pytest.raises(Interrupt):  # between two bulks: the judged ones are flushed and checkpointed
+        ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck", progress=stop_at(13))
+    state = Checkpoint.open(tmp_path / "ck", index, src.resolve(), "jsonl", restart=False)
+    assert state.position == 13 and not state.done
+    assert len(stored(es_client, index)) == 13
+    report = ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck", progress=lambda k: seen.append(k))
+    assert report["inputs"][0]["resumed_from"] == 13 and report["judged"] == len(recs) - 13
+    assert len(seen) == len(recs)  # every record judged exactly once
+    assert stored(es_client, index) == stored(es_client, f"{index}-straight")
+
+    again = ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck")
+    assert again["judged"] == 0 and again["inputs"][0]["skipped_input"]
+
+
+def test_what_is_stored_is_never_stored_again(es_url: str, index: str, tmp_path: Path,
+                                              es_client: Elasticsearch) -> None:
+    """A hard kill between a bulk and its checkpoint, or the same input again: nothing is judged twice."""
+    recs = records(8)
+    src = write_jsonl(tmp_path / "news.jsonl", recs)
+    cfg = es_config(es_url, index, tmp_path)
+    ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck")
+    before = stored(es_client, index)
+    state = Checkpoint.open(tmp_path / "ck", index, src.resolve(), "jsonl", restart=False)
+    state.position, state.done = len(recs) - 5, False
+    state.save()
+    report = ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck")
+    assert report["already_stored"] == 5 and report["judged"] == 0
+    again = ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck", restart=True, concurrency=4)
+    assert again["already_stored"] == len(recs) and again["judged"] == 0
+    assert stored(es_client, index) == before
+
+
+def test_wrong_or_missing_template_is_a_clear_error(es_url: str, index: str, tmp_path: Path,
+                                                    es_client: Elasticsearch) -> None:
+    src = write_jsonl(tmp_path / "news.jsonl", records(4))
+    es_client.indices.create(index=index, mappings={"properties": {"text": {"type": "text"}}})
+    with pytest.raises(EsIndexError, match="not created from the scrapy-zhdedup template"):
+        ingest([src], DEDUP, es_config(es_url, index, tmp_path), checkpoint_dir=tmp_path / "ck")
+
+    other = f"{index}-straight"
+    install(es_client, other, DedupConfig(threshold=3).layout)
+    with pytest.raises(LayoutMismatchError, match="ZHDEDUP_THRESHOLD=3"):
+        ingest([src], DedupConfig(threshold=4, passages=False), es_config(es_url, other, tmp_path),
+               checkpoint_dir=tmp_path / "ck")
