@@ -70,6 +70,11 @@ class KeyTable:
         order = np.lexsort((rows, keys))
         self._keys, self._rows = keys[order], rows[order]
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """All ``(keys, rows)`` pairs, sorted by key: what a store saves to rebuild the table."""
+        self.compact()
+        return self._keys, self._rows
+
     @classmethod
     def build(cls, keys: np.ndarray, rows: np.ndarray) -> KeyTable:
         """Bulk load (one sort) instead of n incremental inserts."""

@@ -74,9 +74,6 @@ class EmbeddedStore:
         self._near = BandIndex(layout)
         self._exact = KeyTable(np.uint64)
         self._passages = KeyTable(np.uint32)
-        self._passage_keys = array("I")
-        self._passage_rows = array("I")
-        self._hash_keys = array("Q")
         self._ids: list[str] = []
         self._roots = array("I")  # row of the first document of each row's cluster
 
@@ -111,13 +108,9 @@ class EmbeddedStore:
         row = self._near.add(fingerprint)
         if passages:
             self._passages.add_many(passages, row)
-            self._passage_keys.extend(passages)
-            self._passage_rows.extend([row] * len(passages))
-        key = self._hash_key(content_hash)
         self._ids.append(doc_id)
         self._roots.append(row if repeats is None else self._roots[repeats.row])
-        self._hash_keys.append(key)
-        self._exact.add_many([key], row)
+        self._exact.add_many([self._hash_key(content_hash)], row)
         self.bloom.add(content_hash)
 
     def nbytes(self) -> dict[str, int]:
@@ -126,7 +119,7 @@ class EmbeddedStore:
         return {
             "band_index": self._near.nbytes(),
             "passage_index": self._passages.nbytes(),
-            "exact_index": self._exact.nbytes() + 8 * len(self._hash_keys),
+            "exact_index": self._exact.nbytes(),
             "clusters": 4 * len(self._roots),
             "ids": ids,
             "bloom": self.bloom.nbytes(),
@@ -139,17 +132,19 @@ class EmbeddedStore:
         if self.directory is None:
             return
         self._near.compact()
-        self._exact.compact()
-        self._passages.compact()
+        exact_keys, exact_rows = self._exact.arrays()
+        hash_keys = np.zeros(len(self._ids), dtype=np.uint64)
+        hash_keys[exact_rows] = exact_keys
+        passage_keys, passage_rows = self._passages.arrays()
         meta = {"format": _FORMAT, "count": len(self._ids), "layout": self.layout.to_dict()}
         arrays = {
             "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
             "fingerprints": self._near.fingerprints(),
-            "hash_keys": np.frombuffer(self._hash_keys, dtype=np.uint64).copy(),
+            "hash_keys": hash_keys,
             "roots": np.frombuffer(self._roots, dtype=np.uint32).copy(),
             "ids": np.frombuffer("\x00".join(self._ids).encode("utf-8"), dtype=np.uint8),
-            "passage_keys": np.frombuffer(self._passage_keys, dtype=np.uint32).copy(),
-            "passage_rows": np.frombuffer(self._passage_rows, dtype=np.uint32).copy(),
+            "passage_keys": passage_keys,
+            "passage_rows": passage_rows,
         }
 
         def write(fh: BinaryIO) -> None:
@@ -207,8 +202,5 @@ class EmbeddedStore:
         self._near = BandIndex.from_fingerprints(self.layout, fps)
         self._exact = KeyTable.build(keys.astype(np.uint64), np.arange(count, dtype=np.uint32))
         self._passages = KeyTable.build(p_keys, p_rows)
-        self._passage_keys = array("I", p_keys.tobytes())
-        self._passage_rows = array("I", p_rows.tobytes())
-        self._hash_keys = array("Q", keys.astype(np.uint64).tobytes())
         self._roots = array("I", roots.astype(np.uint32).tobytes())
         self._ids = ids
