@@ -1,0 +1,178 @@
+"""Helpers shared by the ``bench_*.py`` scripts: machine description, timing, memory, tables, results.
+
+Every benchmark prints the machine it ran on first and writes its numbers to
+``benchmarks/results/<name>.json``, so a table in the README can always be traced to a run.
+The machine these were written for has 2 cores shared with other work, hence :func:`interleaved`:
+contenders take turns, each is repeated, and the best run counts (noise only ever slows a run).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import platform
+import resource
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+CACHE_DIR = Path(os.environ.get("ZHDEDUP_BENCH_CACHE", "/tmp/zhdedup-bench"))
+PACKAGES = ("scrapy-zhdedup", "numpy", "rjieba", "jieba", "simhash", "datasketch", "pybloom-live", "scrapy")
+
+
+# --- the machine --------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _ram_gib() -> float:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("nan")
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "-"
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers depend on: CPU, cores, RAM, Python, library versions, and the load then."""
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "ram_gib": round(_ram_gib(), 1),
+        "python": platform.python_version(),
+        "os": f"{platform.system()} {platform.release()}",
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "packages": {p: _version(p) for p in PACKAGES},
+        "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def describe(info: Mapping[str, Any]) -> str:
+    load = " ".join(f"{x:.2f}" for x in info["load_avg"])
+    libs = ", ".join(f"{k} {v}" for k, v in info["packages"].items())
+    return (f"machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB RAM, "
+            f"Python {info['python']}, {info['os']}\n"
+            f"load average at start: {load}   ({info['when']})\nlibraries: {libs}")
+
+
+def start(title: str) -> dict[str, Any]:
+    """Print the benchmark's title and the machine; return the machine description."""
+    info = machine()
+    print(f"# {title}\n{describe(info)}\n", flush=True)
+    return info
+
+
+# --- timing -------------------------------------------------------------------------------
+
+
+def interleaved(contenders: Mapping[str, Callable[[], Any]], repeat: int = 3,
+                setup: Callable[[], None] | None = None) -> dict[str, list[float]]:
+    """Run each contender ``repeat`` times, taking turns (A B C A B C ...); wall seconds per run.
+
+    Taking turns spreads the noise of a shared machine over all contenders instead of
+    letting one of them meet a busy minute alone.
+    """
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, fn in contenders.items():
+            if setup is not None:
+                setup()
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def rate(n: int, seconds: float) -> float:
+    return n / seconds if seconds > 0 else float("inf")
+
+
+# --- memory -------------------------------------------------------------------------------
+
+
+def rss_bytes() -> int:
+    """Current resident set size of this process (Linux ``/proc/self/statm``)."""
+    with open("/proc/self/statm", encoding="ascii") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (``ru_maxrss`` is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+# --- output -------------------------------------------------------------------------------
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """Numbers for tables: thousands separators, a few significant digits, '-' for missing."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if value != value:  # NaN
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.{digits}g}" if value else "0"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A Markdown table (readable in a terminal, pasteable into the README)."""
+    cells = [[str(h) for h in headers]] + [[fmt(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def line(row: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |"
+
+    return "\n".join([line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+                     + [line(r) for r in cells[1:]])
+
+
+def write_results(name: str, info: Mapping[str, Any], args: Mapping[str, Any], data: Any,
+                  tables: Sequence[str] = ()) -> Path:
+    """Save ``benchmarks/results/<name>.json`` (machine, arguments, numbers, printed tables)."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    payload = {"benchmark": name, "machine": dict(info), "args": dict(args),
+               "load_avg_end": [round(x, 2) for x in os.getloadavg()], "results": data,
+               "tables": list(tables), "argv": sys.argv[1:]}
+    path.write_text(json.dumps(payload, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
+    print(f"\nresults written to {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+    return path
