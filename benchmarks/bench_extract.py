@@ -11,7 +11,6 @@ lost lowers recall) and time both extractors on the same pages in the same run.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections import Counter
 from pathlib import Path
