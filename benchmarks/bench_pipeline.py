@@ -77,20 +77,21 @@ def read_docs(path: Path) -> list[Doc]:
 # --- contenders (each judges all docs, returns how many it called duplicates) --------------
 
 
-def run_ours(docs: Sequence[Doc], checkpoints: list[tuple[int, int]] | None = None) -> Counter[str]:
-    """The engine on every document; ``checkpoints`` gets (documents judged, RSS) ten times."""
+def run_ours(docs: Sequence[Doc], checkpoints: list[tuple[int, int, float]] | None = None) -> Counter[str]:
+    """The engine on every document; ``checkpoints`` gets (documents judged, RSS, seconds) ten times."""
     if checkpoints is not None:
         checkpoints.clear()
     deduper = Deduper(DedupConfig())
     counts: Counter[str] = Counter()
     every = max(1, len(docs) // 10)
+    started = time.perf_counter()
     for i, doc in enumerate(docs, 1):
         try:
             counts[deduper.check(doc.id, text=doc.text, html=doc.html).status] += 1
         except EmptyTextError:
             counts["empty"] += 1
         if checkpoints is not None and i % every == 0:
-            checkpoints.append((i, common.rss_bytes()))
+            checkpoints.append((i, common.rss_bytes(), time.perf_counter() - started))
     for part, size in deduper.store.nbytes().items():
         counts[f"store_{part}"] = size
     return counts
@@ -169,7 +170,7 @@ def run(n_docs: int, seed: int, repeat: int, baselines: bool) -> tuple[dict[str,
     jieba.initialize()  # the naive baseline's dictionary load is start-up, not throughput
     outcome: dict[str, Counter[str]] = {}
     cli_runs: list[CliRun] = []
-    checkpoints: list[tuple[int, int]] = []
+    checkpoints: list[tuple[int, int, float]] = []
 
     def keep(name: str, fn: Callable[[], Counter[str]]) -> Callable[[], None]:
         return lambda: outcome.__setitem__(name, fn())
@@ -212,10 +213,12 @@ def run(n_docs: int, seed: int, repeat: int, baselines: bool) -> tuple[dict[str,
     tables = [common.table(["pipeline", "docs/s", "vs naive", "flagged duplicate", "note"], rows)]
     if checkpoints:
         tables.append(common.table(
-            ["docs judged (in-process engine, last run)", "process RSS (all documents held in memory)"],
-            [[n, common.mib(rss)] for n, rss in checkpoints]
-            + [["engine store (EmbeddedStore.nbytes)", f"{common.mib(store_bytes)} = {store_bytes / len(docs):.0f} B/doc"]]
-            + [[f"  of which {part}", f"{size / len(docs):.0f} B/doc"] for part, size in store.items()]))
+            ["docs judged (in-process engine, last run)", "process RSS (all documents held in memory)",
+             "docs/s since the previous row"],
+            [[n, common.mib(rss), common.rate(n - n0, t - t0)]
+             for (n, rss, t), (n0, _, t0) in zip(checkpoints, [(0, 0, 0.0), *checkpoints])]
+            + [["engine store (EmbeddedStore.nbytes)", f"{common.mib(store_bytes)} = {store_bytes / len(docs):.0f} B/doc", ""]]
+            + [[f"  of which {part}", f"{size / len(docs):.0f} B/doc", ""] for part, size in store.items()]))
     return results, tables
 
 
