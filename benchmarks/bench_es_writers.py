@@ -34,7 +34,7 @@ from es_plugin.reconcile import reconcile
 from es_plugin.template import install, template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Fingerprinter
-from scrapy_zhdedup.es_backend import ElasticsearchBackend
+from es_plugin.backend import ElasticsearchBackend
 
 DEDUP = DedupConfig()
 

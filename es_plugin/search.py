@@ -37,6 +37,8 @@ from elasticsearch import ApiError, Elasticsearch
 
 from scrapy_zhdedup.errors import ZhDedupError
 
+from .scroll import PointInTime
+
 CLUSTER_FIELD = "zhdedup.cluster"
 FOLDED = "folded"  # name of the inner_hits block
 MAX_PRECISION = 40_000  # the largest precision_threshold Elasticsearch accepts
@@ -124,27 +126,14 @@ def iter_folded(client: Elasticsearch, index: str, query: str | Mapping[str, Any
     body["sort"] = [{CLUSTER_FIELD: "asc"}]
     body["track_total_hits"] = False
     try:
-        pit = client.open_point_in_time(index=index, keep_alive=keep_alive)["id"]
-    except ApiError as exc:
-        raise _search_error(exc, index) from exc
-    try:
-        while True:
-            body["pit"] = {"id": pit, "keep_alive": keep_alive}
-            try:
-                resp = client.search(body=body)
-            except ApiError as exc:
-                raise _search_error(exc, index) from exc
-            pit = resp.get("pit_id", pit)
-            hits = resp["hits"]["hits"]
-            for hit in hits:
-                yield _group(hit, 0)
-            if len(hits) < batch:
-                return
+        with PointInTime(client, index, keep_alive=keep_alive) as reader:
             # the point in time appends a _shard_doc tiebreaker to the sort values; collapse refuses it
             # back, and the cluster id alone is unique per group anyway
-            body["search_after"] = hits[-1]["sort"][:1]
-    finally:
-        client.close_point_in_time(id=pit)
+            for hits in reader.pages(body, after_of=lambda hit: hit["sort"][:1]):
+                for hit in hits:
+                    yield _group(hit, 0)
+    except ApiError as exc:
+        raise _search_error(exc, index) from exc
 
 
 def _group(hit: dict[str, Any], inner_hits: int) -> dict[str, Any]:

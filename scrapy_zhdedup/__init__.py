@@ -1,7 +1,8 @@
 """Chinese exact and near-duplicate filtering for Scrapy, on an embedded store or Elasticsearch."""
 
 from .config import DedupConfig, EsConfig, PipelineConfig
-from .engine import Deduper, Verdict
+from .engine import Deduper
+from .judge import Verdict
 from .errors import EmptyTextError, LayoutMismatchError, StoreError, ZhDedupError
 
 __all__ = [

@@ -46,7 +46,7 @@ class DedupConfig:
 class PipelineConfig:
     """How the Scrapy pipeline reads items and what it does with duplicates."""
 
-    backend: str = "embedded"  # "embedded" | "elasticsearch"
+    backend: str = "embedded"  # "embedded" | "elasticsearch" | dotted path of a backend class
     mode: str = "drop"  # "drop" (DropItem) | "annotate" (keep, set the fields below)
     id_field: str = "url"
     text_field: str = "text"
@@ -58,8 +58,6 @@ class PipelineConfig:
     store_dir: str = ""  # where the embedded store is saved; default JOBDIR/zhdedup, else memory only
 
     def __post_init__(self) -> None:
-        if self.backend not in ("embedded", "elasticsearch"):
-            raise ValueError(f"ZHDEDUP_BACKEND must be 'embedded' or 'elasticsearch', not {self.backend!r}")
         if self.mode not in ("drop", "annotate"):
             raise ValueError(f"ZHDEDUP_MODE must be 'drop' or 'annotate', not {self.mode!r}")
         unknown = set(self.fields) - {"status", "dup_of", "distance", "cluster"}

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
-from es_plugin.batch import _Reader, dedup_index
+from es_plugin.batch import READ_SORT, dedup_index
+from es_plugin.scroll import PointInTime
 from es_plugin.template import EsIndexError
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.engine import Deduper
@@ -136,10 +137,11 @@ def test_dry_run_writes_nothing(es_client: Elasticsearch, es_index: str,
 def test_point_in_time_expiry_keeps_the_order(es_client: Elasticsearch, es_index: str,
                                               docs: list[tuple[str, dict[str, Any]]]) -> None:
     load(es_client, es_index, docs, shards=2)
-    reader = _Reader(es_client, es_index, 7)
-    expected = [h["_id"] for page in reader.pages({"match_all": {}}, False) for h in page]
+    reader = PointInTime(es_client, es_index, refresh=True)
+    body = {"query": {"match_all": {}}, "sort": READ_SORT, "size": 7, "_source": False}
+    expected = [h["_id"] for page in reader.pages(body, reopen=True) for h in page]
     got = []
-    for page in reader.pages({"match_all": {}}, False):
+    for page in reader.pages(body, reopen=True):
         got += [h["_id"] for h in page]
         if len(got) == 14:
             es_client.close_point_in_time(id=reader.pit)  # as if it had expired

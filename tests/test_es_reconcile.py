@@ -15,7 +15,7 @@ from es_plugin.reconcile import reconcile
 from es_plugin.template import template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Deduper
-from scrapy_zhdedup.es_backend import ElasticsearchBackend
+from es_plugin.backend import ElasticsearchBackend
 
 pytestmark = pytest.mark.es
 

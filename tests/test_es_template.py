@@ -13,7 +13,7 @@ from es_plugin.template import (
     template_name, zhdedup_fields,
 )
 from scrapy_zhdedup.bands import BandLayout
-from scrapy_zhdedup.engine import Verdict
+from scrapy_zhdedup.judge import Verdict
 from scrapy_zhdedup.errors import LayoutMismatchError
 
 pytestmark = pytest.mark.es
