@@ -43,7 +43,7 @@ from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.bloom import ExactFilter
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.engine import Fingerprinter
-from scrapy_zhdedup.errors import EmptyTextError, ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, EmptyTextError, InvalidDocumentError, ZhDedupError
 from scrapy_zhdedup.jsonl import usable_id
 from scrapy_zhdedup.judge import Match, Prepared, Verdict, judge
 from scrapy_zhdedup.store import EmbeddedStore
@@ -126,7 +126,7 @@ def dedup_index(client: Elasticsearch, index: str, dedup_cfg: DedupConfig, *, te
     written (and there is nothing to resume from).
     """
     if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
+        raise ConfigError("batch_size must be at least 1")
     if not client.indices.exists(index=index):
         raise ZhDedupError(f"{index}: no such index")
     if dry_run:
@@ -296,7 +296,7 @@ class _Fields:
         source = hit.get("_source") or {}
         doc_id = usable_id(_get(source, self.id_field) if self.id_field else hit["_id"])
         if doc_id is None:
-            raise ValueError(f"no usable id in {self.id_field!r}")
+            raise InvalidDocumentError(f"no usable id in {self.id_field!r}")
         text, html = self._inputs(source)
         return self.fingerprinter.prepare(doc_id, text=text, html=html)
 

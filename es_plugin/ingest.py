@@ -43,7 +43,7 @@ from elasticsearch import AsyncElasticsearch
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.judge import Verdict
-from scrapy_zhdedup.errors import EmptyTextError, ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
 from es_plugin.backend import ElasticsearchBackend
 from scrapy_zhdedup.jsonl import BadRecordError, open_input, read_records
 from scrapy_zhdedup.text import decode_html
@@ -150,9 +150,9 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
     ``progress(n)`` is called with the number of documents just judged.
     """
     if mode not in ("annotate", "drop"):
-        raise ValueError(f"mode must be 'annotate' or 'drop', not {mode!r}")
+        raise ConfigError(f"mode must be 'annotate' or 'drop', not {mode!r}")
     if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
+        raise ConfigError("concurrency must be at least 1")
     kinds = []
     for source in inputs:
         if source.is_dir():

@@ -35,7 +35,7 @@ from typing import Any
 
 from elasticsearch import ApiError, Elasticsearch
 
-from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 
 from .scroll import PointInTime
 
@@ -55,7 +55,7 @@ def query_clause(query: str | Mapping[str, Any], fields: Sequence[str]) -> dict[
     if isinstance(query, Mapping):
         return dict(query["query"]) if "query" in query else dict(query)
     if not query.strip():
-        raise ValueError("empty search query")
+        raise ConfigError("empty search query")
     return {"bool": {
         "must": [{"multi_match": {"query": query, "fields": list(fields), "operator": "and"}}],
         "should": [{"multi_match": {"query": query, "fields": list(fields), "type": "phrase", "boost": 2}}],
@@ -66,9 +66,9 @@ def folded_query_body(query: str | Mapping[str, Any], *, page: int = 1, size: in
                       fields: Sequence[str] = ("title", "text")) -> dict[str, Any]:
     """The search body (usable as is in Kibana Dev Tools) for one page of folded results."""
     if page < 1 or size < 1:
-        raise ValueError("page and size must be at least 1")
+        raise ConfigError("page and size must be at least 1")
     if inner_hits < 0:
-        raise ValueError("inner_hits must be >= 0")
+        raise ConfigError("inner_hits must be >= 0")
     source = [*fields, *_ZHDEDUP_SOURCE]
     return {
         "query": query_clause(query, fields),

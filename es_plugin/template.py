@@ -20,7 +20,7 @@ from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch, No
 from scrapy_zhdedup import __version__
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.judge import Verdict
-from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, LayoutMismatchError, ZhDedupError
 
 from .steps import Steps, adrive, drive
 
@@ -74,7 +74,7 @@ def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any
     so :func:`install` can tell an unchanged template without comparing ES's normalised echo of it.
     """
     if "zhdedup" in (user_properties or {}):
-        raise ValueError("user mapping may not define 'zhdedup': scrapy-zhdedup owns that field")
+        raise ConfigError("user mapping may not define 'zhdedup': scrapy-zhdedup owns that field")
     body: dict[str, Any] = {
         "index_patterns": [index],
         "priority": PRIORITY,

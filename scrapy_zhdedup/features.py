@@ -18,6 +18,9 @@ from collections import Counter
 from functools import cache
 from typing import Literal
 
+
+from .errors import ConfigError
+
 FeatureMode = Literal["auto", "words", "chars"]
 
 _KEEP_CHARS = re.compile(r"[^\w\u3400-\u9fff]+")
@@ -61,9 +64,9 @@ def _idf() -> tuple[dict[str, float], float]:
 class Featurizer:
     def __init__(self, mode: FeatureMode = "auto", *, short_text_chars: int = 200, shingle_size: int = 3) -> None:
         if mode not in ("auto", "words", "chars"):
-            raise ValueError(f"unknown feature mode {mode!r}: use 'auto', 'words' or 'chars'")
+            raise ConfigError(f"unknown feature mode {mode!r}: use 'auto', 'words' or 'chars'")
         if shingle_size < 1:
-            raise ValueError("shingle_size must be >= 1")
+            raise ConfigError("shingle_size must be >= 1")
         self.mode = mode
         self.short_text_chars = short_text_chars
         self.shingle_size = shingle_size

@@ -18,7 +18,7 @@ import lxml.html
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
-from .errors import EmptyTextError
+from .errors import ConfigError, EmptyTextError
 
 Extractor = Literal["lxml", "trafilatura"]
 
@@ -79,7 +79,7 @@ class TextCleaner:
         max_chars: int = 200_000,
     ) -> None:
         if extractor not in ("lxml", "trafilatura"):
-            raise ValueError(f"unknown extractor {extractor!r}: use 'lxml' or 'trafilatura'")
+            raise ConfigError(f"unknown extractor {extractor!r}: use 'lxml' or 'trafilatura'")
         self.extractor = extractor
         self.traditional_to_simplified = traditional_to_simplified
         self.max_chars = max_chars
