@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.persist import atomic_write
@@ -47,4 +47,8 @@ class Checkpoint:
             return
         payload = json.dumps({"format": FORMAT, "identity": self.identity, "progress": self.progress},
                              ensure_ascii=False).encode("utf-8")
-        atomic_write(self.path, lambda fh: fh.write(payload))
+
+        def write(fh: BinaryIO) -> None:
+            fh.write(payload)
+
+        atomic_write(self.path, write)

@@ -22,8 +22,7 @@ from scrapy_zhdedup.config import CONNECTION, WRITING, DedupConfig, EsConfig, ad
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 
 
-
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     es = sub.add_parser("es", help="Elasticsearch: install, status, ingest, search, dedup-index, reconcile")
     esub = es.add_subparsers(dest="es_command", required=True)
 
@@ -127,7 +126,7 @@ def _client(args: argparse.Namespace) -> Iterator[Elasticsearch]:
 
 @contextmanager
 def _bar(total: int | None, unit: str, desc: str) -> Iterator[Callable[[int], None]]:
-    with progress(total, unit, desc) as bar:  # type: ignore[arg-type]
+    with progress(total, unit, desc) as bar:
         yield bar.update
 
 

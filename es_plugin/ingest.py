@@ -28,7 +28,6 @@ import asyncio
 import hashlib
 import html as htmllib
 import itertools
-import json
 import logging
 import re
 import time
@@ -40,12 +39,12 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch
 
+from es_plugin.backend import ElasticsearchBackend
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Fingerprinter
-from scrapy_zhdedup.judge import Verdict
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
-from es_plugin.backend import ElasticsearchBackend
 from scrapy_zhdedup.jsonl import BadRecordError, open_input, read_records
+from scrapy_zhdedup.judge import Verdict
 from scrapy_zhdedup.text import decode_html
 
 from .checkpoint import Checkpoint

@@ -29,7 +29,7 @@ from scrapy_zhdedup.keytable import KeyTable
 from scrapy_zhdedup.passages import votes_needed
 from scrapy_zhdedup.store import nearest_with_passages
 
-from .steps import Steps
+from .steps import Call, Steps
 from .writer import Action, EsStats, RetryPolicy
 
 SEARCH_PAGE = 100  # candidates per search page, most shared keys first
@@ -85,9 +85,7 @@ class EsLookups:
         offset = 0
         while offset < MAX_RESULT_WINDOW:
             self.stats.inc("lookups")
-            response = yield from self.policy.call(lambda c, at=offset: c.search(
-                index=self.index, query=query, size=SEARCH_PAGE, from_=at, source_includes=_SOURCE,
-                track_total_hits=False, include_named_queries_score=True), self.stats)
+            response = yield from self.policy.call(self._search(query, offset), self.stats)
             hits = response["hits"]["hits"]
             accepted = []
             for hit in hits:
@@ -104,6 +102,11 @@ class EsLookups:
                 return best
             offset += SEARCH_PAGE
         return None
+
+    def _search(self, query: dict[str, Any], offset: int) -> Call:
+        return lambda client: client.search(
+            index=self.index, query=query, size=SEARCH_PAGE, from_=offset, source_includes=_SOURCE,
+            track_total_hits=False, include_named_queries_score=True)
 
 
 @dataclass

@@ -9,6 +9,7 @@ for a sort that means the same in every point in time (``dedup-index``'s ``[_seq
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -65,10 +66,8 @@ class PointInTime:
 
     def close(self) -> None:
         if self.pit is not None:
-            try:
+            with contextlib.suppress(ApiError):  # already expired: nothing left to free
                 self.client.close_point_in_time(id=self.pit)
-            except ApiError:
-                pass  # already expired: nothing left to free
             self.pit = None
 
     def __enter__(self) -> PointInTime:

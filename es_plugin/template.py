@@ -19,8 +19,8 @@ from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch, No
 
 from scrapy_zhdedup import __version__
 from scrapy_zhdedup.bands import BandLayout
-from scrapy_zhdedup.judge import Verdict
 from scrapy_zhdedup.errors import ConfigError, LayoutMismatchError, ZhDedupError
+from scrapy_zhdedup.judge import Verdict
 
 from .steps import Steps, adrive, drive
 

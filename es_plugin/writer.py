@@ -115,7 +115,7 @@ class BulkWriter:
         while pending:
             operations = [line for action in pending for line in action.operations(self.index)]
             try:
-                response = yield lambda c: c.bulk(operations=operations, refresh=self.refresh)
+                response = yield _bulk(operations, self.refresh)
             except (TransportError, ApiError) as exc:
                 if self.policy.transient(exc) and attempt < self.policy.max_retries:
                     attempt += 1
@@ -148,6 +148,10 @@ class BulkWriter:
                 self.stats.inc("retries", len(pending))
                 yield Sleep(self.policy.delay(attempt))
         return result
+
+
+def _bulk(operations: list[dict[str, Any]], refresh: bool) -> Call:
+    return lambda client: client.bulk(operations=operations, refresh=refresh)
 
 
 def describe(error: Exception | dict[str, Any]) -> tuple[int | None, str]:

@@ -2,8 +2,8 @@
 
 from .config import DedupConfig, EsConfig, PipelineConfig
 from .engine import Deduper
-from .judge import Verdict
 from .errors import EmptyTextError, LayoutMismatchError, StoreError, ZhDedupError
+from .judge import Verdict
 
 __all__ = [
     "DedupConfig", "Deduper", "EmptyTextError", "EsConfig", "LayoutMismatchError", "PipelineConfig",

@@ -88,7 +88,7 @@ class EmbeddedBackend:
     async def _on_worker(self, fn: Callable[[], T]) -> T:
         from twisted.internet import reactor  # imported late: the crawler chooses the reactor
 
-        return await maybe_deferred_to_future(deferToThreadPool(reactor, self._pool, fn))  # type: ignore[arg-type]
+        return await maybe_deferred_to_future(deferToThreadPool(reactor, self._pool, fn))
 
     async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
                     document: dict[str, Any]) -> Verdict:

@@ -12,16 +12,16 @@ from collections import Counter
 from pathlib import Path
 from typing import IO
 
+from tqdm import tqdm
+
 from .config import DedupConfig, add_options, from_args
 from .engine import Deduper
 from .errors import EmptyTextError, ZhDedupError
 from .jsonl import BadRecordError, open_input, read_records
 
 
-def progress(total: int, unit: str, desc: str):  # type: ignore[no-untyped-def]
+def progress(total: int | None, unit: str, desc: str) -> tqdm:
     """A progress bar on a terminal, silence in logs and CI."""
-    from tqdm import tqdm
-
     return tqdm(total=total, unit=unit, unit_scale=True, desc=desc, disable=not sys.stderr.isatty(), file=sys.stderr)
 
 
@@ -30,7 +30,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     counts: Counter[str] = Counter()
     errors: list[BadRecordError] = []
     started = time.perf_counter()
-    out: IO[str] = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")
+    out: IO[str] = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")  # noqa: SIM115  # closed below, stdout is not
     try:
         with open_input(args.input) as fh, progress(args.input.stat().st_size, "B", "scan") as bar:
             last = 0
@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _mount_es(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]  # argparse's private generic
+def _mount_es(sub: argparse._SubParsersAction) -> None:
     """``zhdedup es …`` lives in es_plugin, which depends on this package, so it is found by name."""
     try:
         es_cli = importlib.import_module("es_plugin.cli")

@@ -12,21 +12,25 @@ import dataclasses
 import json
 import os
 from collections.abc import Collection, Mapping
-from typing import Any, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from .bands import BandLayout
 from .errors import ConfigError
+from .features import FeatureMode
+from .text import Extractor
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 PREFIX = "ZHDEDUP_"
-T = TypeVar("T")
+T = TypeVar("T", bound="DataclassInstance")
 
 
-def option(default: Any, help: str, *, flag: str = "", choices: tuple[str, ...] = (), secret: bool = False,
-           group: str = "") -> Any:
+def option(default: Any, help: str, *, flag: str = "", secret: bool = False, group: str = "") -> Any:
     """A config field with what its command-line option needs: help text, a flag where it is not
-    ``--field-name``, choices, ``secret`` (never show the value), ``group`` (which commands offer it)."""
-    return dataclasses.field(default=default, metadata={"help": help, "flag": flag, "choices": choices,
-                                                        "secret": secret, "group": group})
+    ``--field-name``, ``secret`` (never show the value), ``group`` (which commands offer it).
+    A ``Literal`` type gives the choices."""
+    return dataclasses.field(default=default, metadata={"help": help, "flag": flag, "secret": secret, "group": group})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,14 +39,13 @@ class DedupConfig:
 
     threshold: int = option(3, "max Hamming distance (of 64 bits) of a near repeat")
     bands: int = option(0, "blocks each fingerprint is cut into; 0 = threshold + 2")
-    features: str = option("auto", "words: TF-IDF jieba words; chars: character shingles; auto: chars below "
-                                   "--short-text-chars", choices=("auto", "words", "chars"))
+    features: FeatureMode = option("auto", "words: TF-IDF jieba words; chars: character shingles; auto: chars "
+                                           "below --short-text-chars")
     short_text_chars: int = option(200, "'auto' uses character shingles below this many characters")
     shingle_size: int = option(3, "character n-gram size for 'chars'")
     traditional_to_simplified: bool = option(True, "keep traditional characters as they are (no OpenCC t2s)",
                                              flag="--no-t2s")
-    extractor: str = option("lxml", "main-text extraction from HTML (trafilatura: slower, see README)",
-                            choices=("lxml", "trafilatura"))
+    extractor: Extractor = option("lxml", "main-text extraction from HTML (trafilatura: slower, see README)")
     max_chars: int = option(200_000, "longer texts are cut before fingerprinting (huge pages)")
     passages: bool = option(True, "find near repeats through the SimHash bands only, not shared passages",
                             flag="--no-passages")
@@ -107,7 +110,7 @@ def from_settings(cls: type[T], settings: Mapping[str, Any] | Any) -> T:
     """Build ``cls`` from ``ZHDEDUP_*`` settings (a Scrapy ``Settings`` or a plain mapping)."""
     hints = get_type_hints(cls)
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # mypy cannot tell T is a dataclass
+    for f in dataclasses.fields(cls):
         name = PREFIX + f.name.upper()
         raw = settings.get(name)
         if raw is None:
@@ -131,6 +134,10 @@ def _convert(name: str, raw: Any, hint: Any) -> Any:
             return bool(raw)
         if hint in (int, float, str):
             return hint(raw)
+        if get_origin(hint) is Literal:
+            if raw not in get_args(hint):
+                raise ValueError(raw)
+            return raw
         if isinstance(raw, str):  # a Mapping given as JSON (environment, command line)
             return json.loads(raw)
         return dict(raw)
@@ -158,14 +165,15 @@ def add_options(parser: argparse.ArgumentParser, cls: type[Any], title: str, *, 
             continue
         where = f"; ${env}" if environment else ""
         shown = " (default %(default)s)" if f.default != "" and not meta["secret"] else ""
-        g.add_argument(flag, dest=f.name, type=hints[f.name], default=default, choices=meta["choices"] or None,
-                       metavar=None if meta["choices"] else flag[2:].upper().replace("-", "_"),
+        choices = get_args(hints[f.name]) if get_origin(hints[f.name]) is Literal else None
+        g.add_argument(flag, dest=f.name, type=str if choices else hints[f.name], default=default, choices=choices,
+                       metavar=None if choices else flag[2:].upper().replace("-", "_"),
                        help=f"{meta['help']}{where}{shown}")
 
 
 def from_args(cls: type[T], args: argparse.Namespace, **values: Any) -> T:
     """``cls`` from the options :func:`add_options` made (fields without an option keep their default)."""
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # mypy cannot tell T is a dataclass
+    for f in dataclasses.fields(cls):
         if f.name not in values and hasattr(args, f.name):
             values[f.name] = getattr(args, f.name)
     try:

@@ -24,10 +24,10 @@ class Fingerprinter:
     """Clean text → weighted features → 64-bit SimHash (pure: safe to call from worker threads)."""
 
     def __init__(self, config: DedupConfig) -> None:
-        self.cleaner = TextCleaner(extractor=config.extractor,  # type: ignore[arg-type]
+        self.cleaner = TextCleaner(extractor=config.extractor,
                                    traditional_to_simplified=config.traditional_to_simplified,
                                    max_chars=config.max_chars)
-        self.featurizer = Featurizer(config.features, short_text_chars=config.short_text_chars,  # type: ignore[arg-type]
+        self.featurizer = Featurizer(config.features, short_text_chars=config.short_text_chars,
                                      shingle_size=config.shingle_size)
         self.hasher = SimHasher()
         self.use_passages = config.passages

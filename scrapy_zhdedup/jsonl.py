@@ -44,7 +44,7 @@ def usable_id(value: Any) -> str | None:
 def parse_line(raw: str, path: str, line: int) -> Record:
     try:
         data = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise BadRecordError(path, line, f"not JSON ({exc.msg})") from None
     if not isinstance(data, dict):
         raise BadRecordError(path, line, "not a JSON object")

@@ -12,8 +12,8 @@ from scrapy.exceptions import DropItem, NotConfigured
 
 from .backends import Backend, load_backend
 from .config import DedupConfig, PipelineConfig, from_settings
-from .judge import Verdict
 from .errors import EmptyTextError
+from .judge import Verdict
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from array import array
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -23,8 +23,8 @@ from .bandindex import BandIndex, Hit
 from .bands import BandLayout
 from .bloom import ExactFilter
 from .errors import StoreError
-from .keytable import KeyTable
 from .judge import Match, NearRule, closest
+from .keytable import KeyTable
 from .persist import atomic_write
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ class EmbeddedStore:
              passage_threshold: int = 12) -> EmbeddedStore:
         """Load the store saved in ``directory`` if there is one, else start empty."""
         fresh_bloom = ExactFilter(error_rate=error_rate, initial_capacity=initial_capacity)
-        options = {"passage_share": passage_share, "passage_threshold": passage_threshold}
+        options: dict[str, Any] = {"passage_share": passage_share, "passage_threshold": passage_threshold}
         if directory is None:
             return cls(layout, fresh_bloom, **options)
         directory = Path(directory)

@@ -11,7 +11,7 @@ import hashlib
 import re
 import unicodedata
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 import charset_normalizer
 import lxml.html
@@ -85,7 +85,7 @@ class TextCleaner:
         self.max_chars = max_chars
 
     @cached_property
-    def _opencc(self):  # type: ignore[no-untyped-def]
+    def _opencc(self) -> Any:  # opencc ships no types
         import opencc
 
         return opencc.OpenCC("t2s")

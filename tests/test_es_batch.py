@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from zhtexts import articles, edit_chars, traditional, with_attribution
 
 from es_plugin.batch import READ_SORT, dedup_index
 from es_plugin.scroll import PointInTime
@@ -15,7 +16,6 @@ from es_plugin.template import EsIndexError
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.engine import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError
-from zhtexts import articles, edit_chars, traditional, with_attribution
 
 pytestmark = pytest.mark.es
 
@@ -31,7 +31,7 @@ def corpus(n: int = 30) -> list[tuple[str, dict[str, Any]]]:
         docs.append((f"a{i}", {"title": a.title, "text": a.text}))
         kinds = rng.sample(["attr", "edit", "trad", "copy"], k=rng.randint(0, 2))
         for kind in kinds:
-            text = {"attr": lambda t: with_attribution(t), "edit": lambda t: edit_chars(t, 2, i),
+            text = {"attr": lambda t: with_attribution(t), "edit": lambda t, i=i: edit_chars(t, 2, i),
                     "trad": traditional, "copy": lambda t: " " + t.replace("。", "。\n")}[kind](a.text)
             docs.append((f"{kind}{i}", {"title": a.title, "text": text}))
     rng.shuffle(docs)  # reposts may come before their original, as in a real corpus

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from es_proxy import EsProxy
 
+from es_plugin.backend import ElasticsearchBackend
 from es_plugin.client import EsUnavailableError, check_reachable, make_client
 from es_plugin.template import install, template_name
-from es_proxy import EsProxy
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from es_plugin.backend import ElasticsearchBackend
 
 pytestmark = pytest.mark.es
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from zhtexts import articles, edit_chars, news_page, traditional, traditional_tw, with_attribution
 
 from es_plugin.ingest import ingest, open_checkpoint
 from es_plugin.template import EsIndexError, install, template_name
@@ -16,7 +17,6 @@ from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError
 from scrapy_zhdedup.jsonl import BadRecordError
-from zhtexts import articles, edit_chars, news_page, traditional, traditional_tw, with_attribution
 
 pytestmark = pytest.mark.es
 
