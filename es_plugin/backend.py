@@ -116,6 +116,8 @@ class ElasticsearchBackend:
     def from_crawler(cls, crawler: Crawler) -> ElasticsearchBackend:
         """Built by the pipeline from ``ZHDEDUP_*`` settings (``ZHDEDUP_BACKEND = "elasticsearch"``)."""
         settings = crawler.settings
+        if str(settings.get("LOG_LEVEL")).upper() != "DEBUG":  # its INFO lines, two per item, drown the crawl's
+            logging.getLogger("elastic_transport").setLevel(logging.WARNING)
         return cls(from_settings(DedupConfig, settings), from_settings(EsConfig, settings), stats=crawler.stats,
                    index_duplicates=from_settings(PipelineConfig, settings).mode == "annotate")
 

@@ -18,6 +18,36 @@ from .judge import Verdict
 logger = logging.getLogger(__name__)
 
 
+class DuplicateItem(DropItem):
+    """A dropped duplicate: logged in one line at ``ZHDEDUP_DROP_LOG_LEVEL`` (a repeat is routine, like a
+    request Scrapy's duplicate filter drops), never with the item, whose page may be megabytes."""
+
+    def __init__(self, message: str, log_level: str) -> None:
+        super().__init__(message)
+        # log_level is read by Scrapy >= 2.13's LogFormatter.dropped; _one_line_drops reads level on any
+        self.level = self.log_level = log_level
+
+
+def _one_line_drops(crawler: Crawler) -> None:
+    """Log :class:`DuplicateItem` drops without the item dump of Scrapy's ``"Dropped: …\\n%(item)s"``
+    (every version up to at least 2.19), at its level on any Scrapy, whatever ``LOG_FORMATTER`` is set;
+    other drops are logged as before."""
+    formatter = getattr(crawler, "logformatter", None)
+    if formatter is None or getattr(formatter.dropped, "zhdedup", False):
+        return
+    dropped = formatter.dropped
+
+    def one_line(item: Any, exception: BaseException, response: Any, spider: Any) -> Any:
+        result = dropped(item, exception, response, spider)
+        if isinstance(exception, DuplicateItem):
+            result = {**result, "level": logging.getLevelName(exception.level), "msg": "Dropped: %(exception)s",
+                      "args": {"exception": exception}}
+        return result
+
+    one_line.zhdedup = True  # type: ignore[attr-defined]
+    formatter.dropped = one_line
+
+
 class ZhDedupPipeline:
     """Drops (or annotates) items whose text repeats an earlier item exactly or nearly."""
 
@@ -31,9 +61,10 @@ class ZhDedupPipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ZhDedupPipeline:
         settings = crawler.settings
-        if not settings.getbool("ZHDEDUP_ENABLED", True):
-            raise NotConfigured("ZHDEDUP_ENABLED is off")
         config = from_settings(PipelineConfig, settings)
+        if not config.enabled:
+            raise NotConfigured("ZHDEDUP_ENABLED is off")
+        _one_line_drops(crawler)
         return cls(crawler, config, from_settings(DedupConfig, settings), load_backend(crawler, config.backend))
 
     async def process_item(self, item: Any, spider: Spider | None = None) -> Any:
@@ -55,7 +86,10 @@ class ZhDedupPipeline:
         self.stats.inc_value("zhdedup/judged")
         self.stats.inc_value(f"zhdedup/{verdict.status}")
         if verdict.is_duplicate and cfg.mode == "drop":
-            raise DropItem(f"zhdedup: {verdict.status} duplicate of {verdict.dup_of} (distance {verdict.distance})")
+            self.stats.inc_value(f"zhdedup/dropped/{verdict.status}")
+            distance = "" if verdict.status == "exact" else f" (distance {verdict.distance})"
+            raise DuplicateItem(f"zhdedup: {doc_id}: {verdict.status} duplicate of {verdict.dup_of}{distance}",
+                                cfg.drop_log_level)
         if cfg.mode == "annotate":
             self._annotate(adapter, verdict)
         return item
