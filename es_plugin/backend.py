@@ -48,6 +48,7 @@ from scrapy_zhdedup.judge import Match, NearRule, Prepared, Verdict, judge, verd
 from scrapy_zhdedup.text import decode_html
 
 from .buffer import BulkBuffer, PendingBatch
+from .chinese import SearchText
 from .client import EsUnavailableError, acheck_reachable, make_async_client
 from .lookups import EsAnswers, EsLookups, query_passages, repeat_id
 from .steps import adrive
@@ -95,6 +96,7 @@ class ElasticsearchBackend:
         self.layout = dedup.layout
         self.index = es.es_index
         self.index_duplicates = index_duplicates
+        self.search = SearchText(es.es_text_field, es.es_analysis)
         self.stats = EsStats(stats)
         self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_DEAD_LETTER), self.index, self.stats)
         policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
@@ -135,8 +137,9 @@ class ElasticsearchBackend:
                     document: dict[str, Any]) -> Verdict:
         """Judge one item and buffer it for writing (unless it is a duplicate in drop mode).
 
-        ``document`` (the item's fields) is stored beside the ``zhdedup`` fields; bytes values (a page
-        body) are stored as text, decoded like the page.  Raises EmptyTextError for items without text,
+        ``document`` (the item's fields, without the page) is stored beside the ``zhdedup`` fields, with
+        the cleaned text in ``ZHDEDUP_ES_TEXT_FIELD``; bytes values are stored decoded like a page.
+        Raises EmptyTextError for items without text,
         InvalidDocumentError for a document Elasticsearch could not store, and EsUnavailableError (after
         dead-lettering the item) when lookups keep failing.
         """
@@ -154,6 +157,9 @@ class ElasticsearchBackend:
             raise InvalidDocumentError(f"item {doc_id!r} cannot be stored in Elasticsearch: {exc}") from exc
         prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
         digest = prepared.digest
+        # segmented for search only when it will likely be stored: exact repeats in drop mode are not
+        stored = self.index_duplicates or digest not in self._bloom
+        words = await self._on_worker(lambda: self.search.words(prepared.clean)) if stored else None
         features = None if digest in self._bloom else await self._features(prepared)
         with self.buffer.judging() as since:
             try:
@@ -174,7 +180,7 @@ class ElasticsearchBackend:
                     f"and not judged"
                 ) from exc
             answers = EsAnswers(exact, near, self.buffer, since,
-                                lambda prepared, verdict: self._enqueue_verdict(prepared, verdict, document))
+                                lambda prepared, verdict: self._enqueue_verdict(prepared, verdict, document, words))
             verdict = judge(prepared, answers)  # synchronous: nothing interleaves between decision and enqueue
         await self.buffer.backpressure()
         return verdict
@@ -210,7 +216,7 @@ class ElasticsearchBackend:
             await acheck_reachable(self._client, self.es.es_url)
             # creating an index can take longer than a lookup's timeout
             setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))
-            report = await ainstall(setup, self.index, self.layout, replace=False)
+            report = await ainstall(setup, self.index, self.layout, search=self.search, replace=False)
             logger.info("zhdedup: Elasticsearch index %s: template %s, index %s", self.index,
                         report["template_action"], report["index_action"])
             self.buffer.start()
@@ -229,20 +235,26 @@ class ElasticsearchBackend:
 
     # -- buffer ------------------------------------------------------------------------------------
 
-    def _enqueue_verdict(self, prepared: Prepared, verdict: Verdict, document: dict[str, Any]) -> None:
+    def _enqueue_verdict(self, prepared: Prepared, verdict: Verdict, document: dict[str, Any],
+                         words: str | None) -> None:
         """The store's ``remember``: what the verdict writes (first copies; duplicates in annotate mode)."""
         digest = prepared.digest
+        document = {**document, self.search.text_field: prepared.clean}
+        if words is None:  # a Bloom filter false positive, rarely
+            words = self.search.words(prepared.clean)
         self._bloom.add(digest)
         if verdict.status == "exact":
             if self.index_duplicates:
-                self.buffer.enqueue(Action("index", repeat_id(digest, verdict.doc_id), self._source(verdict, document)))
+                self.buffer.enqueue(Action("index", repeat_id(digest, verdict.doc_id),
+                                           self._source(verdict, document, words=words)))
         elif verdict.status == "unique" or self.index_duplicates:
             passages = query_passages(prepared.passages)
             self.buffer.open.add(digest, Match(verdict.doc_id, verdict.cluster, 0), prepared.fingerprint, passages)
-            self.buffer.enqueue(Action("create", digest, self._source(verdict, document, passages)))
+            self.buffer.enqueue(Action("create", digest, self._source(verdict, document, passages, words)))
 
-    def _source(self, verdict: Verdict, document: dict[str, Any], passages: list[int] | None = None) -> dict[str, Any]:
-        fields = zhdedup_fields(verdict, self.layout, datetime.now(timezone.utc), passages=passages)
+    def _source(self, verdict: Verdict, document: dict[str, Any], passages: list[int] | None = None,
+                words: str | None = None) -> dict[str, Any]:
+        fields = zhdedup_fields(verdict, self.layout, datetime.now(timezone.utc), passages=passages, words=words)
         return {**document, "zhdedup": fields}
 
     # -- writing ---------------------------------------------------------------------------------------
@@ -284,7 +296,8 @@ class ElasticsearchBackend:
             if self.index_duplicates:
                 verdict = verdict_for(ours["doc_id"], action.id, None, first, exact=True)
                 document = {k: v for k, v in source.items() if k != "zhdedup"}
-                self.buffer.enqueue(Action("index", repeat_id(action.id, ours["doc_id"]), self._source(verdict, document)))
+                self.buffer.enqueue(Action("index", repeat_id(action.id, ours["doc_id"]),
+                                           self._source(verdict, document, words=ours.get("words"))))
 
     def _dead(self, actions: list[Action], stage: str, error: Exception) -> None:
         self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, stage, error) for a in actions])

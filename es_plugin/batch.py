@@ -49,6 +49,7 @@ from scrapy_zhdedup.judge import Match, Prepared, Verdict, judge
 from scrapy_zhdedup.store import EmbeddedStore
 
 from .checkpoint import Checkpoint
+from .chinese import segment
 from .scroll import PointInTime
 from .steps import drive
 from .template import dedup_properties, ensure_layout, read_meta, template_body, zhdedup_fields
@@ -216,7 +217,8 @@ class _Run:
                         counts[verdict.status] += 1
                         passages = prepared.passages if verdict.status != "exact" else []
                         pending.append(Action("update", hit["_id"], {"zhdedup": zhdedup_fields(
-                            verdict, self.layout, datetime.now(timezone.utc), passages=passages)}))
+                            verdict, self.layout, datetime.now(timezone.utc), passages=passages,
+                            words=segment(prepared.clean))}))
                     at["after"] = hit["sort"]
                     if progress is not None:
                         progress(1)

@@ -10,8 +10,8 @@ Inputs:
 * a directory: every ``*.html``/``*.htm``/``*.shtml``/``*.xhtml`` below it, in sorted order, with the
   relative path as id, bytes decoded like a browser would (GBK and Big5 included).
 
-For HTML the main text is extracted once, stored as ``text`` and judged (the engine would extract
-the same text from the page again); the raw HTML is not stored.
+For HTML the main text is extracted once and judged (the engine would extract the same text from
+the page again); the backend stores the cleaned text (``--text-field``), never the raw HTML.
 
 Resuming: one checkpoint file per (index, input) records how far the input was written (last line
 number, or number of files), saved only after the backend's ``flush`` returned, i.e. after
@@ -110,11 +110,10 @@ class _Reader:
     def jsonl(self, source: Path, start: int) -> Iterator[Item]:
         with open_input(source) as fh:
             for rec in read_records(fh, str(source), strict=self.strict, start_line=start, errors=self.errors):
-                document = {k: v for k, v in rec.data.items() if k != "html"}
+                document = {k: v for k, v in rec.data.items() if k != "html"}  # the backend stores the clean text
                 text = rec.text
                 if rec.html is not None:  # html wins over text, as in `zhdedup scan` and the pipeline
                     text = self.extract(rec.html)
-                    document.setdefault("text", text)
                 yield Item(rec.doc_id, text or "", document, rec.path, rec.line, rec.line)
 
     def html_dir(self, source: Path, files: list[Path], start: int) -> Iterator[Item]:
@@ -127,7 +126,7 @@ class _Reader:
                 continue
             title = _TITLE.search(page)
             text = self.extract(page)
-            document = {"id": rel, "path": rel, "text": text}
+            document = {"id": rel, "path": rel}
             if title:
                 document["title"] = htmllib.unescape(title.group(1)).strip()
             yield Item(rel, text, document, str(file), 0, number)

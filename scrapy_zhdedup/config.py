@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 PREFIX = "ZHDEDUP_"
+LAYOUT, NEAR = "layout", "near"  # DedupConfig groups: the band layout; how passage candidates are accepted
+SCRAPY_ONLY = None  # the group of settings no command offers: they only mean something in a crawl
 T = TypeVar("T", bound="DataclassInstance")
 
 
@@ -42,8 +44,8 @@ def option(default: Any, help: str, *, flag: str = "", secret: bool = False, gro
 class DedupConfig:
     """How texts are cleaned, fingerprinted and compared."""
 
-    threshold: int = option(3, "max Hamming distance (of 64 bits) of a near repeat")
-    bands: int = option(0, "blocks each fingerprint is cut into; 0 = threshold + 2")
+    threshold: int = option(3, "max Hamming distance (of 64 bits) of a near repeat", group=LAYOUT)
+    bands: int = option(0, "blocks each fingerprint is cut into; 0 = threshold + 2", group=LAYOUT)
     features: FeatureMode = option("auto", "words: TF-IDF jieba words; chars: character shingles; auto: chars "
                                            "below --short-text-chars")
     short_text_chars: int = option(200, "'auto' uses character shingles below this many characters")
@@ -55,8 +57,8 @@ class DedupConfig:
     passages: bool = option(True, "find near repeats through shared passages as well as the SimHash bands",
                             flag="--no-passages")
     passage_chars: int = option(20, "minimum length of a hashed sentence run")
-    passage_share: float = option(0.2, "share of a text's passages an earlier text must contain")
-    passage_threshold: int = option(12, "max Hamming distance of a candidate found through passages")
+    passage_share: float = option(0.2, "share of a text's passages an earlier text must contain", group=NEAR)
+    passage_threshold: int = option(12, "max Hamming distance of a candidate found through passages", group=NEAR)
     bloom_error_rate: float = option(0.001, "false-positive rate of the exact-repeat Bloom filter")
     bloom_capacity: int = option(100_000, "initial Bloom filter capacity; it grows past it")
 
@@ -65,7 +67,6 @@ class DedupConfig:
         return BandLayout(k=self.threshold, blocks=self.bands)
 
 
-SCRAPY_ONLY = None  # the group of settings no command offers: they only mean something in a crawl
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
@@ -168,23 +169,26 @@ def _convert(name: str, raw: Any, hint: Any) -> Any:
         raise ConfigError(f"{name}={raw!r} is not a valid {getattr(hint, '__name__', hint)}") from exc
 
 
-def add_options(parser: argparse.ArgumentParser, cls: type[Any], title: str, *, groups: Collection[str] = ("",),
+def add_options(parser: argparse.ArgumentParser, cls: type[Any], title: str, *, groups: Collection[str] | None = None,
                 skip: Collection[str] = (), environment: bool = False) -> None:
-    """One option per field of ``cls`` in ``groups`` (metadata ``group``), named ``--field-name`` (without
+    """One option per field of ``cls`` in ``groups`` (metadata ``group``; None: every field a command
+    can use), named ``--field-name`` (without
     an ``es_`` prefix) unless the field gives its flag; bool fields that default to True become
     ``--no-…`` switches.  With ``environment`` an option's default is ``$ZHDEDUP_<FIELD>`` when set."""
     hints = get_type_hints(cls)
     g = parser.add_argument_group(title)
     for f in dataclasses.fields(cls):
         meta = f.metadata
-        if meta.get("group", "") not in groups or f.name in skip:
+        group = meta.get("group", "")
+        if group is SCRAPY_ONLY or (groups is not None and group not in groups) or f.name in skip:
             continue
         env = PREFIX + f.name.upper()
         default = _convert(env, os.environ[env], hints[f.name]) if environment and env in os.environ else f.default
         flag = meta["flag"] or "--" + f.name.removeprefix("es_").replace("_", "-")
+        text = meta["help"].replace("`", "")  # Markdown quotes, for the README's settings table
         if hints[f.name] is bool:  # the help says what the setting does; the switch turns it off or on
             g.add_argument(flag, dest=f.name, action="store_false" if f.default else "store_true",
-                           default=default, help=f"turn off: {meta['help']}" if f.default else meta["help"])
+                           default=default, help=f"turn off: {text}" if f.default else text)
             continue
         where = f"; ${env}" if environment else ""
         shown = " (default %(default)s)" if f.default != "" and not meta["secret"] else ""
@@ -193,7 +197,7 @@ def add_options(parser: argparse.ArgumentParser, cls: type[Any], title: str, *, 
         choices = get_args(hints[f.name]) if get_origin(hints[f.name]) is Literal else None
         g.add_argument(flag, dest=f.name, type=str if choices else hints[f.name], default=default, choices=choices,
                        metavar=None if choices else flag[2:].upper().replace("-", "_"),
-                       help=f"{meta['help']}{where}{shown}")
+                       help=f"{text}{where}{shown}")
 
 
 def from_args(cls: type[T], args: argparse.Namespace, **values: Any) -> T:

@@ -78,7 +78,9 @@ class ZhDedupPipeline:
                            cfg.id_field, cfg.text_field, cfg.html_field, item)
             return item
         try:
-            verdict = await self.backend.judge(str(doc_id), text=text, html=html, document=adapter.asdict())
+            document = adapter.asdict()
+            document.pop(cfg.html_field, None)  # the page is judged, not stored: the backend stores its text
+            verdict = await self.backend.judge(str(doc_id), text=text, html=html, document=document)
         except EmptyTextError as exc:
             self.stats.inc_value("zhdedup/skipped/empty_text")
             logger.warning("zhdedup: %s passed through unjudged: %s", doc_id, exc)
