@@ -77,7 +77,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
-        deduper.save()
+        deduper.close()
     elapsed = time.perf_counter() - started
     judged = sum(counts.values())
     print(
