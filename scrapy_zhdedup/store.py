@@ -47,6 +47,7 @@ _ARRAYS = ("meta", "fingerprints", "roots", "passage_keys", "passage_rows", "ids
 MAX_PASSAGE_POSTINGS = 64  # a passage in more documents than this is boilerplate, not evidence
 COMPACT_AFTER_BYTES = 64 << 20  # log size that triggers a snapshot (or the snapshot's size, if larger)
 STATUSES = ("unique", "exact", "near")
+_BLOOM_SAMPLE = 1000  # stored texts checked against the loaded Bloom filter (all of them would cost seconds at 1M)
 
 
 def nearest_with_passages(near: BandIndex, passage_table: KeyTable, fingerprint: int, passages: list[int],
@@ -378,6 +379,9 @@ class EmbeddedStore:
                 or (entries and e_match.max() >= rows) or not np.array_equal(e_rows[stored], np.arange(rows))):
             raise StoreError(path, "inconsistent index arrays (truncated or edited file)")
         hashes = e_hashes.reshape(-1, 16)
+        sample = stored[np.linspace(0, rows - 1, min(rows, _BLOOM_SAMPLE)).astype(np.int64)] if rows else stored
+        if not all(hashes[entry].tobytes().hex() in bloom for entry in sample.tolist()):
+            raise StoreError(path, "the Bloom filter does not hold the stored texts (edited or mixed-up file)")
         row_keys = hashes[stored, :8].copy().view(">u8").ravel().astype(np.uint64)
         self._near = BandIndex.from_fingerprints(self.layout, fps)
         self._exact = KeyTable.build(row_keys, np.arange(rows, dtype=np.uint32))
