@@ -20,9 +20,10 @@ import logging
 import zipfile
 from array import array
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Mapping
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -244,7 +245,7 @@ class EmbeddedStore:
         passage_keys, passage_rows = self._passages.arrays()
         meta = {"format": FORMAT, "rows": len(self._roots), "entries": len(self._ids), "layout": self.layout.to_dict(),
                 "bloom": {"error_rate": self.bloom.error_rate, "initial_capacity": self.bloom.initial_capacity}}
-        arrays = {
+        arrays: dict[str, Any] = {
             "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
             "fingerprints": self._near.fingerprints(),
             "roots": np.frombuffer(self._roots, dtype=np.uint32).copy(),

@@ -45,8 +45,8 @@ def check_or_record(directory: Path, settings: dict[str, Any]) -> None:
     try:
         meta = json.loads(path.read_bytes())
         if not isinstance(meta, dict) or not isinstance(meta.get("fingerprint"), dict):
-            raise ValueError("not a JSON object with a 'fingerprint' object")
-    except (OSError, ValueError) as exc:
+            raise TypeError("not a JSON object with a 'fingerprint' object")
+    except (OSError, ValueError, TypeError) as exc:
         raise StoreError(path, f"unreadable store metadata ({exc})") from exc
     if meta.get("format") != FORMAT:
         raise StoreError(path, f"store format {meta.get('format')!r} is not supported (expected {FORMAT})")

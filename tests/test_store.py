@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 import numpy as np
 import pytest
+import zhtexts
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError
 from scrapy_zhdedup.bandindex import BandIndex, Hit
@@ -26,8 +27,6 @@ from scrapy_zhdedup.store import INDEX_FILE, EmbeddedStore
 from scrapy_zhdedup.storelog import LOG_FILE
 from scrapy_zhdedup.storemeta import META_FILE
 from scrapy_zhdedup.text import content_hash
-
-import zhtexts
 
 ARTICLES = zhtexts.articles(40)
 
