@@ -121,6 +121,7 @@ class EmbeddedStore:
         self._id_table = KeyTable(np.uint64)  # id hash -> entries
         self._log: LogWriter | None = None
         self._lock: DirectoryLock | None = None
+        self._closed = False
         self._snapshot_bytes = 0
 
     def __len__(self) -> int:
@@ -187,6 +188,9 @@ class EmbeddedStore:
 
     def _record(self, record: Record) -> None:
         """The one way state changes: written to the log (if persisted), then applied in memory."""
+        if self._closed:
+            raise StoreError(self.directory, "the store is closed; open it again to remember more documents",
+                             hint="Call close() only once the run is over.")
         if len(record.content_hash) != 16:
             raise ValueError(f"content hashes are 128-bit hex strings, not {record.content_hash.hex()!r}")
         if "\x00" in record.doc_id:
@@ -268,7 +272,8 @@ class EmbeddedStore:
         self._log.clear()  # a crash before this line replays records the snapshot has: they are skipped
 
     def close(self) -> None:
-        """Save, then release the directory for the next writer."""
+        """Save, then release the directory for the next writer; the store takes no more documents."""
+        self._closed = True
         try:
             self.save()
         finally:

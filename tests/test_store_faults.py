@@ -23,6 +23,7 @@ from scrapy_zhdedup.cli import main as cli_main
 from scrapy_zhdedup.store import INDEX_FILE
 from scrapy_zhdedup.storelock import StoreLockedError
 from scrapy_zhdedup.storelog import LOG_FILE, read_log
+from scrapy_zhdedup.storemeta import META_FILE
 
 JUDGE = Path(__file__).with_name("judge_proc.py")
 ARTICLES = zhtexts.articles(90)
@@ -304,3 +305,21 @@ def test_a_store_can_be_copied_once_closed(tmp_path: Path) -> None:
     deduper.close()
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     assert _open_judged(tmp_path / "b") == 1
+
+
+@pytest.mark.parametrize("content", [b"", b"{not json", b"[1]", b'{"format": 2}', b'{"format": 3, "fingerprint": {}}'],
+                         ids=["empty", "not-json", "a-list", "no-settings", "future-format"])
+def test_damaged_store_metadata_is_a_store_error(tmp_path: Path, content: bytes) -> None:
+    Deduper.open(DedupConfig(), tmp_path).close()
+    (tmp_path / META_FILE).write_bytes(content)
+    with pytest.raises(StoreError) as info:
+        Deduper.open(DedupConfig(), tmp_path)
+    assert str(tmp_path / META_FILE) in str(info.value)
+
+
+def test_a_closed_store_refuses_to_remember(tmp_path: Path) -> None:
+    """After close nothing more reaches the log, so accepting a document would forget it silently."""
+    deduper = Deduper.open(DedupConfig(), tmp_path)
+    deduper.close()
+    with pytest.raises(StoreError, match="closed"):
+        deduper.check("late", text=ARTICLES[0].text)
