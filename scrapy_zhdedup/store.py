@@ -320,6 +320,8 @@ class EmbeddedStore:
             raise StoreError(directory, "a format 1 store (index.npz + bloom.bin, written before version 0.2): "
                              "it did not record its fingerprint settings and cannot be migrated",
                              hint="Rebuild it by scanning its corpus again into a new --store / ZHDEDUP_STORE_DIR.")
+        for stale in (*directory.glob(f".{INDEX_FILE}.*.tmp"), *directory.glob(f".{META_FILE}.*.tmp")):
+            stale.unlink(missing_ok=True)  # a snapshot cut short by a crash; we hold the lock, so nobody writes it
         try:
             check_or_record(directory, fingerprint_settings(config))
         except OSError as exc:

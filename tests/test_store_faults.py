@@ -173,6 +173,13 @@ def test_a_crash_between_snapshot_and_log_truncation_adds_nothing_twice(tmp_path
     deduper.close()
 
 
+def test_a_snapshot_cut_short_by_a_crash_is_cleaned_up(tmp_path: Path) -> None:
+    store = _abandoned_store(tmp_path, 5)
+    (store / f".{INDEX_FILE}.k1l2.tmp").write_bytes(b"half a snapshot")
+    assert _open_judged(store) == 5
+    assert sorted(p.name for p in store.iterdir()) == [INDEX_FILE, "lock", LOG_FILE, META_FILE]
+
+
 def test_a_gap_between_snapshot_and_log_is_a_store_error(tmp_path: Path) -> None:
     store = _abandoned_store(tmp_path, 10)
     log = (store / LOG_FILE).read_bytes()
