@@ -20,10 +20,10 @@ import logging
 import zipfile
 from array import array
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -32,14 +32,17 @@ from .bands import BandLayout
 from .bloom import ExactFilter
 from .config import DedupConfig
 from .errors import StoreError
+from .judge import Match, NearRule, closest
 from .keytable import KeyTable
-from .passages import distance_limit
 from .persist import atomic_write
 from .storelock import DirectoryLock
 from .storelog import LOG_FILE, LogWriter, Record, read_log
 from .storemeta import FORMAT, META_FILE, check_or_record, fingerprint_settings
 
 logger = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from .judge import Prepared, Verdict
 
 INDEX_FILE = "index.npz"
 _OLD_BLOOM_FILE = "bloom.bin"  # format 1 kept the filter beside the index
@@ -51,32 +54,21 @@ STATUSES = ("unique", "exact", "near")
 _BLOOM_SAMPLE = 1000  # stored texts checked against the loaded Bloom filter (all of them would cost seconds at 1M)
 
 
-def nearest_with_passages(near: BandIndex, passage_table: KeyTable, fingerprint: int, passages: list[int],
-                          share: float, threshold: int) -> Hit | None:
-    """The embedded rule (also used for Elasticsearch's not-yet-searchable buffer): the closest row
-    within k through the band keys, or within :func:`distance_limit` through shared passages."""
-    hit = near.nearest(fingerprint)
-    if not passages:
-        return hit
-    votes = Counter(passage_table.get_many(passages, limit=MAX_PASSAGE_POSTINGS))
-    by_limit: dict[int, list[int]] = {}
-    for row, shared in votes.items():
-        by_limit.setdefault(distance_limit(shared, len(passages), share, threshold), []).append(row)
-    for limit, rows in by_limit.items():
-        other = near.closest(rows, fingerprint, limit) if limit >= 0 else None
-        if other is not None and (hit is None or (other.distance, other.row) < (hit.distance, hit.row)):
-            hit = other
-    return hit
-
-
-@dataclass(frozen=True)
-class Match:
-    """An earlier document that the one being judged repeats."""
-
-    doc_id: str
-    cluster: str
-    distance: int
-    row: int = field(default=-1, compare=False)
+def nearest_with_passages(near: BandIndex, passage_table: KeyTable, fingerprint: int, passages: Sequence[int],
+                          rule: NearRule) -> Hit | None:
+    """Candidates through the band keys and through shared passages, judged by ``rule`` (also used for
+    Elasticsearch's not-yet-searchable buffer and by reconcile)."""
+    band_rows = near.candidates(fingerprint)
+    votes = Counter(passage_table.get_many(list(passages), limit=MAX_PASSAGE_POSTINGS)) if passages else Counter()
+    if not band_rows and not votes:
+        return None
+    rows, distances = near.distances([*band_rows, *votes], fingerprint)
+    in_bands = set(band_rows)
+    accepted = []
+    for row, distance in zip(rows.tolist(), distances.tolist()):
+        if distance <= rule.widest and distance <= rule.limit(row in in_bands, votes[row], len(passages)):
+            accepted.append((distance, row, Hit(row, distance)))
+    return closest(accepted)
 
 
 @dataclass(frozen=True)
@@ -96,12 +88,15 @@ def _id_key(doc_id: str) -> int:
 
 
 class EmbeddedStore:
+    """The :class:`~scrapy_zhdedup.judge.Store` in this process: compact numpy tables, saved to a directory."""
+
     def __init__(self, layout: BandLayout, bloom: ExactFilter | None = None, directory: Path | None = None,
                  *, passage_share: float = 0.2, passage_threshold: int = 12) -> None:
         """A memory-only store; :meth:`open` gives one persisted in a directory."""
         self.layout = layout
         self.passage_share = passage_share
         self.passage_threshold = passage_threshold
+        self.rule = NearRule(layout.k, passage_share, passage_threshold)
         self.bloom = bloom if bloom is not None else ExactFilter()
         self.directory = directory
         self.bloom_false_positives = 0
@@ -145,19 +140,30 @@ class EmbeddedStore:
             return None
         return self._match(min(rows), 0)
 
-    def find_near(self, fingerprint: int, passages: list[int] = ()) -> Match | None:  # type: ignore[assignment]
+    def find_near(self, fingerprint: int, passages: Sequence[int] = ()) -> Match | None:
         """Closest earlier text: within k through the bands, or through shared passages."""
-        hit = nearest_with_passages(self._near, self._passages, fingerprint, passages,
-                                    self.passage_share, self.passage_threshold)
+        hit = nearest_with_passages(self._near, self._passages, fingerprint, passages, self.rule)
         return None if hit is None else self._match(hit.row, hit.distance)
 
     def _row_id(self, row: int) -> str:
         return self._ids[self._row_entry[row]]
 
-    def _match(self, row: int, distance: int) -> Match:
-        return Match(self._row_id(row), self._row_id(self._roots[row]), distance, row)
+    def cluster(self, row: int) -> str:
+        """Cluster id of a row: the id of its cluster's first document."""
+        return self._row_id(self._roots[row])
 
-    def add(self, doc_id: str, content_hash: str, fingerprint: int, passages: list[int] = (),  # type: ignore[assignment]
+    def _match(self, row: int, distance: int) -> Match:
+        return Match(self._row_id(row), self.cluster(row), distance, row)
+
+    def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
+        """Index a first copy or near repeat; an exact repeat is only remembered (its first copy answers for it)."""
+        if verdict.status == "exact":
+            assert match is not None
+            self.add_repeat(prepared.doc_id, prepared.digest, match)
+        else:
+            self.add(prepared.doc_id, prepared.digest, prepared.fingerprint, prepared.passages, match)
+
+    def add(self, doc_id: str, content_hash: str, fingerprint: int, passages: Sequence[int] = (),
             repeats: Match | None = None) -> None:
         """Remember and index a document (unique, or a near repeat of ``repeats``, whose cluster it joins)."""
         row = len(self._roots)
@@ -183,7 +189,7 @@ class EmbeddedStore:
             status=status,
             dup_of=None if match < 0 else self._row_id(match),
             distance=None if match < 0 else self._entry_distance[entry],
-            cluster=self._row_id(self._roots[row if row >= 0 else match]),
+            cluster=self.cluster(row if row >= 0 else match),
         )
 
     def _record(self, record: Record) -> None:

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zhtexts
+from zhtexts import news_page
 
 from scrapy_zhdedup import Deduper
 from scrapy_zhdedup.cli import main
-
-import zhtexts
-from zhtexts import news_page
 
 ZHDEDUP = Path(sys.executable).with_name("zhdedup")
 ARTICLES = zhtexts.articles(12)
@@ -217,7 +216,7 @@ def test_bom_and_undecodable_bytes_in_the_input(tmp_path: Path, capsys: pytest.C
     source = tmp_path / "in.jsonl"
     good = json.dumps({"id": "a", "text": ARTICLES[0].text}, ensure_ascii=False).encode("utf-8")
     broken = json.dumps({"id": "b", "text": ARTICLES[1].text}, ensure_ascii=False).encode("utf-8").replace(
-        "。".encode("utf-8"), b"\xff", 1)
+        "。".encode(), b"\xff", 1)
     source.write_bytes(b"\xef\xbb\xbf" + good + b"\n" + broken + b"\n")
     assert main(["scan", str(source)]) == 0
     assert [o["status"] for o in _read(capsys.readouterr().out)] == ["unique", "unique"]
@@ -233,7 +232,7 @@ def test_console_script(tmp_path: Path) -> None:
     source = _write(tmp_path / "in.jsonl", records + bad)
     proc = subprocess.run([str(ZHDEDUP), "scan", str(source)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    good = records + [{"id": "first", "text": ARTICLES[0].text}, {"id": "last", "text": ARTICLES[1].text}]
+    good = [*records, {"id": "first", "text": ARTICLES[0].text}, {"id": "last", "text": ARTICLES[1].text}]
     assert _read(proc.stdout) == _oracle(good)
     for number, _, reason in BAD:
         assert f"{source}:{len(records) + number}: {reason}" in proc.stderr
@@ -252,3 +251,21 @@ def test_20k_lines_run_with_bounded_memory(big_scan: dict[str, Any]) -> None:
     assert statuses == {"unique", "exact", "near"}
     assert (big_scan["workdir"] / "store" / "index.npz").exists()
     assert peak_mb < MAX_RSS_MB, f"peak RSS {peak_mb:.0f} MB"
+
+
+def test_es_commands_without_the_client_say_what_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delitem(sys.modules, "es_plugin.cli", raising=False)
+    monkeypatch.setitem(sys.modules, "elasticsearch", None)  # as if the [es] extra were not installed
+    assert main(["es", "status", "--url", "http://127.0.0.1:1"]) == 2
+    assert "pip install 'scrapy-zhdedup[es]'" in capsys.readouterr().err
+
+
+def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Only errors raised on purpose (ZhDedupError, OSError) become one line; a bug is not hidden."""
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(Deduper, "check", broken)
+    with pytest.raises(ValueError, match="a bug"):
+        main(["scan", str(_write(tmp_path / "in.jsonl", [{"id": "a", "text": "一段文字"}]))])

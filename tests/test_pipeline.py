@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zhtexts
+from scrapy.utils.test import get_crawler
+from zhtexts import news_page
 
 from scrapy_zhdedup import Deduper, EmptyTextError
-
-import zhtexts
-from zhtexts import news_page
+from scrapy_zhdedup.errors import ConfigError
+from scrapy_zhdedup.pipelines import ZhDedupPipeline
 
 TESTS = Path(__file__).resolve().parent
 HEARTBEAT = 0.05  # seconds between reactor heartbeat ticks in the crawl process
@@ -66,7 +68,7 @@ def _pages() -> list[Page]:
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -277,3 +279,17 @@ def test_item_without_the_annotation_fields_is_a_clear_error(annotate_crawls: An
     assert "declare the field, or rename/remove it in ZHDEDUP_FIELDS" in annotate_crawls.log
     # items the pipeline did not judge still pass
     assert sorted(i["url"] for i in result["items"]) == [base + "xinwen/empty.html", base + "xinwen/notext.html"]
+
+
+@pytest.mark.parametrize(("name", "backend"), [
+    ("embedded", "EmbeddedBackend"), ("scrapy_zhdedup.backends.EmbeddedBackend", "EmbeddedBackend")])
+def test_backend_is_loaded_by_name_or_dotted_path(name: str, backend: str) -> None:
+    pipeline = ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))
+    assert type(pipeline.backend).__name__ == backend
+    pipeline.backend._pool.stop()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["nosuch", "scrapy_zhdedup.backends.NoSuchBackend", "no_such_module.Backend"])
+def test_unknown_backend_is_a_config_error(name: str) -> None:
+    with pytest.raises(ConfigError, match="ZHDEDUP_BACKEND"):
+        ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))

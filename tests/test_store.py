@@ -161,7 +161,7 @@ def test_limit_skips_keys_shared_by_too_many_rows() -> None:
         if row == 5:
             table.compact()  # key 1 is half compacted, half pending
     assert table.get_many([1, 2], limit=3) == [0, 1, 2]
-    assert sorted(table.get_many([1, 2], limit=10)) == sorted(list(range(10)) + [0, 1, 2])
+    assert sorted(table.get_many([1, 2], limit=10)) == sorted([*range(10), 0, 1, 2])
 
 
 def test_build_equals_adding() -> None:

@@ -301,7 +301,7 @@ def test_a_read_only_directory_is_an_error_at_open(read_only_dir: Path, tmp_path
 def test_a_format_1_store_is_refused_with_the_reason(tmp_path: Path) -> None:
     np.savez(tmp_path / INDEX_FILE, meta=np.frombuffer(b'{"format": 1, "count": 0}', dtype=np.uint8))
     (tmp_path / "bloom.bin").write_bytes(b"ZHDEDUP-BLOOM\n")
-    with pytest.raises(StoreError, match="a format 1 store .* cannot be migrated"):
+    with pytest.raises(StoreError, match=r"a format 1 store .* cannot be migrated"):
         Deduper.open(DedupConfig(), tmp_path)
 
 
