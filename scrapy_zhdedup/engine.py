@@ -25,8 +25,8 @@ class Fingerprinter:
 
     def __init__(self, config: DedupConfig) -> None:
         self.cleaner = TextCleaner(extractor=config.extractor,
-                                   traditional_to_simplified=config.traditional_to_simplified,
-                                   max_chars=config.max_chars)
+                                   traditional_to_simplified=config.traditional_to_simplified)
+        self.max_chars = config.max_chars
         self.featurizer = Featurizer(config.features, short_text_chars=config.short_text_chars,
                                      shingle_size=config.shingle_size)
         self.hasher = SimHasher()
@@ -47,10 +47,11 @@ class Fingerprinter:
         return self.cleaner.clean(text=text, html=html, encoding=encoding)
 
     def fingerprint(self, clean_text: str) -> int:
-        return self.hasher(self.featurizer(clean_text))
+        """SimHash of the first ``max_chars`` characters (the content hash covers the whole text)."""
+        return self.hasher(self.featurizer(clean_text[: self.max_chars]))
 
     def passages(self, clean_text: str) -> list[int]:
-        return passage_keys(clean_text, self.passage_chars) if self.use_passages else []
+        return passage_keys(clean_text[: self.max_chars], self.passage_chars) if self.use_passages else []
 
 
 class Deduper:
