@@ -44,9 +44,9 @@ from scrapy_zhdedup.bloom import ExactFilter
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
-from scrapy_zhdedup.jsonl import check_id
 from scrapy_zhdedup.judge import Match, Prepared, Verdict, judge
 from scrapy_zhdedup.store import EmbeddedStore
+from scrapy_zhdedup.validate import check_id
 
 from .checkpoint import Checkpoint
 from .scroll import PointInTime

@@ -2,9 +2,7 @@
 
 Bad lines are reported with file and line number and skipped (or raised with ``strict``), so
 one broken record never costs the rest of a 100k-line file.  A record is bad when it is not a
-JSON object, has no usable id or text, or carries something no store can keep: a NUL in the id
-(ids are NUL-separated on disk) or a lone surrogate (valid JSON, ``"\\ud800"``, but not Unicode
-text: it cannot be written as UTF-8 anywhere downstream).
+JSON object or has no usable id or text (validate.py says what usable means).
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .errors import InvalidDocumentError, ZhDedupError
+from .validate import check_id, check_unicode
 
 logger = logging.getLogger(__name__)
 
@@ -42,27 +41,6 @@ class Record:
     data: dict[str, Any]
 
 
-def check_id(value: Any) -> str:
-    """The document id as text: a non-empty string or a number that any store can keep.
-
-    Raises :class:`InvalidDocumentError` saying why not (object, list, boolean, empty, a NUL, a lone
-    surrogate)."""
-    if value is None or isinstance(value, (dict, list, bool)) or str(value) == "":
-        raise InvalidDocumentError('no usable "id" (string or number)')
-    doc_id = str(value)
-    if "\x00" in doc_id:
-        raise InvalidDocumentError("the id contains a NUL character")
-    _check_unicode("the id", doc_id)
-    return doc_id
-
-
-def _check_unicode(what: str, value: str) -> None:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidDocumentError(f"{what} contains a lone surrogate ({value[exc.start]!r} at character {exc.start})") from None
-
-
 def parse_line(raw: str, path: str, line: int) -> Record:
     try:
         data = json.loads(raw)
@@ -77,7 +55,7 @@ def parse_line(raw: str, path: str, line: int) -> Record:
             raise InvalidDocumentError('no "text" or "html" string')
         for name in ("text", "html"):
             if isinstance(data.get(name), str):
-                _check_unicode(f'"{name}"', data[name])
+                check_unicode(f'"{name}"', data[name])
     except InvalidDocumentError as exc:
         raise BadRecordError(path, line, str(exc)) from None
     return Record(path, line, doc_id, text if isinstance(text, str) else None,
