@@ -53,7 +53,8 @@ class DedupConfig:
     traditional_to_simplified: bool = option(True, "convert traditional characters to simplified (OpenCC t2s) before comparing",
                                              flag="--no-t2s")
     extractor: Extractor = option("lxml", "main-text extraction from HTML (trafilatura: slower, see README)")
-    max_chars: int = option(200_000, "longer texts are cut before fingerprinting (huge pages)")
+    max_chars: int = option(200_000, "only this many characters are fingerprinted (huge pages); exact repeats "
+                                     "compare the whole text")
     passages: bool = option(True, "find near repeats through shared passages as well as the SimHash bands",
                             flag="--no-passages")
     passage_chars: int = option(20, "minimum length of a hashed sentence run")

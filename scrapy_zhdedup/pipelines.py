@@ -12,7 +12,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 
 from .backends import Backend, load_backend
 from .config import DedupConfig, PipelineConfig, from_settings
-from .errors import EmptyTextError
+from .errors import EmptyTextError, InvalidDocumentError
 from .judge import Verdict
 
 logger = logging.getLogger(__name__)
@@ -81,12 +81,16 @@ class ZhDedupPipeline:
             document = adapter.asdict()
             document.pop(cfg.html_field, None)  # the page is judged, not stored: the backend stores its text
             verdict = await self.backend.judge(str(doc_id), text=text, html=html, document=document)
-        except EmptyTextError as exc:
-            self.stats.inc_value("zhdedup/skipped/empty_text")
-            logger.warning("zhdedup: %s passed through unjudged: %s", doc_id, exc)
+        except (EmptyTextError, InvalidDocumentError) as exc:
+            reason = "empty_text" if isinstance(exc, EmptyTextError) else "invalid"
+            self.stats.inc_value(f"zhdedup/skipped/{reason}")
+            printable = str(doc_id).encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate too
+            logger.warning("zhdedup: %s passed through unjudged: %s", printable, exc)
             return item
         self.stats.inc_value("zhdedup/judged")
         self.stats.inc_value(f"zhdedup/{verdict.status}")
+        if verdict.rerun:
+            self.stats.inc_value(f"zhdedup/rerun/{verdict.rerun}")
         if verdict.is_duplicate and cfg.mode == "drop":
             self.stats.inc_value(f"zhdedup/dropped/{verdict.status}")
             distance = "" if verdict.status == "exact" else f" (distance {verdict.distance})"

@@ -76,13 +76,11 @@ class TextCleaner:
         *,
         extractor: Extractor = "lxml",
         traditional_to_simplified: bool = True,
-        max_chars: int = 200_000,
     ) -> None:
         if extractor not in ("lxml", "trafilatura"):
             raise ConfigError(f"unknown extractor {extractor!r}: use 'lxml' or 'trafilatura'")
         self.extractor = extractor
         self.traditional_to_simplified = traditional_to_simplified
-        self.max_chars = max_chars
 
     @cached_property
     def _opencc(self) -> Any:  # opencc ships no types
@@ -121,7 +119,6 @@ class TextCleaner:
 
     def normalise(self, text: str) -> str:
         """NFKC (width forms), invisible characters, spacing, and optionally traditional → simplified."""
-        text = text[: self.max_chars]
         if not unicodedata.is_normalized("NFKC", text):  # the check is much cheaper than the rewrite
             text = unicodedata.normalize("NFKC", text)
         text = text.translate(_INVISIBLE)
