@@ -233,12 +233,13 @@ http_ok() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
 
-# Node directory of an Elasticsearch process, read from its command line (the server JVM gets
-# -Des.path.conf=<node dir>/config); fails for any other process.
+# Node directory of an Elasticsearch process, read from its command line (the launcher passes our
+# ES_TMPDIR, <node dir>/tmp, as -Djava.io.tmpdir; /proc/PID/cmdline is readable by every user);
+# fails for any other process.
 node_dir_of() {
-    local conf
-    conf=$(tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | sed -n 's/^-Des\.path\.conf=//p' | head -n 1)
-    [[ -n $conf ]] && dirname "$conf"
+    local tmp
+    tmp=$(tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | sed -n 's/^-Djava\.io\.tmpdir=//p' | head -n 1)
+    [[ $tmp == */tmp ]] && dirname "$tmp"
 }
 
 # Prints the pid of our node if it is alive, else nothing (and drops a stale pid file). The process
