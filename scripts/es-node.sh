@@ -263,7 +263,7 @@ port_owner() {
     [[ -n $pid ]] || { echo "another process"; return; }
     if dir=$(node_dir_of "$pid"); then
         if [[ -r $dir/checkout ]]; then
-            echo "the Elasticsearch node of checkout $(<"$dir/checkout") (pid $pid, $dir); stop it there with \`bash $(<"$dir/checkout")/scripts/es-node.sh stop\`"
+            echo "the Elasticsearch node of checkout $(<"$dir/checkout") (pid $pid, $dir)"
         else
             echo "an Elasticsearch node this script did not start for any checkout (pid $pid, $dir)"
         fi
@@ -319,7 +319,7 @@ start() {
         echo "$URL"
         return
     fi
-    port_in_use && die "port $PORT on 127.0.0.1 is taken by $(port_owner); or give this checkout another port with ZHDEDUP_ES_PORT"
+    port_in_use && die "port $PORT on 127.0.0.1 is taken by $(port_owner); set ZHDEDUP_ES_PORT to use another port"
     fetch
     dist=$(dist_dir)
     mkdir -p "$NODE_DIR"
@@ -386,7 +386,7 @@ stop() {
     if ! pid=$(running_pid); then
         rm -f "$RECORD"
         if port_in_use; then
-            say "this checkout has no node on port $PORT; it is used by $(port_owner) (left running)"
+            say "this checkout has no node on port $PORT; it is used by $(port_owner), left running"
         else
             say "not running (port $PORT)"
         fi
