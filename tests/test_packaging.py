@@ -21,14 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _requirement_names(extra: str | None) -> set[str]:
     """Names required by the core (extra=None) or by one extra, from the installed metadata."""
-    names = set()
-    for line in metadata.requires(DIST) or []:
-        req = Requirement(line)
-        if extra is None and req.marker is None:
-            names.add(req.name.lower())
-        elif extra is not None and req.marker is not None and req.marker.evaluate({"extra": extra}):
-            names.add(req.name.lower())
-    return names
+    reqs = [Requirement(line) for line in metadata.requires(DIST) or []]
+    if extra is None:
+        return {r.name.lower() for r in reqs if r.marker is None}
+    return {r.name.lower() for r in reqs if r.marker is not None and r.marker.evaluate({"extra": extra})}
 
 
 def test_core_install_leaves_out_the_optional_parts() -> None:
