@@ -21,8 +21,9 @@ repeats (``dup_of``) or none. Scores:
   that end up in one predicted cluster.
 - **look-alikes merged**: look-alike documents whose predicted cluster holds another group.
 
-Writes ``benchmarks/results/recall-<corpus>.json`` and prints Markdown tables. docs/s is
-single-process wall time of the judging alone (sets are built before), same run, same data.
+Writes ``benchmarks/results/recall-<corpus>.json`` and prints Markdown tables. docs/s is the
+judging alone (sets are built before) per second of this process's CPU time (every method is
+single-threaded; wall time on the shared cores would measure the neighbours), same run, same data.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import comb
 from typing import Any
 
@@ -42,15 +43,36 @@ from benchmarks import common, recall_sets, sources, truth
 from benchmarks.bench_accuracy import minhash_lsh, ours, simhash_jieba
 from benchmarks.corpus import Record
 from benchmarks.recall_sets import Doc
+from benchmarks.sketch_judge import Options, SketchJudge
 
-Judge = Callable[[Sequence[Record]], Iterator[str | None]]
+Judge = Callable[[Sequence[Doc]], Iterator[str | None]]
 
-METHODS: dict[str, Judge] = {
-    "zhdedup scan defaults": ours(),
-    "simhash: jieba words, SimhashIndex(k=3)": simhash_jieba,
-    "datasketch: 3-gram MinHashLSH(0.5)": minhash_lsh(3, 0.5),
-    "datasketch: 3-gram MinHashLSH(0.7)": minhash_lsh(3, 0.7),
+
+def on_records(judge: Callable[[Sequence[Record]], Iterator[str | None]]) -> Judge:
+    """A ``bench_accuracy`` judge (which reads ``Record``s) as a judge of ``Doc``s."""
+    return lambda docs: judge([Record(d.id, d.text, d.group, d.kind) for d in docs])
+
+
+PEERS: dict[str, Judge] = {
+    "zhdedup scan defaults": on_records(ours()),
+    "simhash: jieba words, SimhashIndex(k=3)": on_records(simhash_jieba),
+    "datasketch: 3-gram MinHashLSH(0.5)": on_records(minhash_lsh(3, 0.5)),
+    "datasketch: 3-gram MinHashLSH(0.7)": on_records(minhash_lsh(3, 0.7)),
 }
+PROTOTYPE = Options()
+PROTOTYPES: dict[str, Options] = {
+    "prototype: bands + passages + sketch keys, sketch-verified": PROTOTYPE,
+    "ablation: without sketch keys": replace(PROTOTYPE, sketch_keys=False),
+    "ablation: without passages": replace(PROTOTYPE, passages=False),
+    "ablation: without SimHash bands": replace(PROTOTYPE, simhash_bands=False),
+    "ablation: Hamming-verified bands/passages (today) + sketch keys": replace(PROTOTYPE, verify="hamming"),
+    "ablation: + per-host repeated lines removed": replace(PROTOTYPE, host_lines=True),
+}
+
+
+def methods() -> dict[str, Judge]:
+    """Peers and fresh prototype judges (each keeps its own memory figures)."""
+    return {**PEERS, **{name: SketchJudge(o) for name, o in PROTOTYPES.items()}}
 BANDS = ((0.0, 0.7, "C ≥ 0.9, J < 0.7"), (0.7, 0.8, "J 0.7–0.8"), (0.8, 0.9, "J 0.8–0.9"),
          (0.9, 1.0, "J 0.9–1.0"), (1.0, 1.01, "J = 1"))
 
@@ -65,6 +87,7 @@ class Score:
     due: Counter[str] = field(default_factory=Counter)  # per kind: documents with an earlier group member
     bands: dict[str, tuple[int, int]] = field(default_factory=dict)  # band -> (pairs joined, pairs)
     lookalikes_merged: int = 0
+    bytes_per_doc: dict[str, float] = field(default_factory=dict)  # prototype only: memory by part
 
     def recall_of(self, kind: str) -> float | None:
         return self.found[kind] / self.due[kind] if self.due[kind] else None
@@ -72,7 +95,8 @@ class Score:
     def as_dict(self) -> dict[str, Any]:
         return {"precision": self.precision, "recall": self.recall, "f1": self.f1, "docs_per_s": self.docs_per_s,
                 "recall_by_kind": {k: self.recall_of(k) for k in self.due}, "found": dict(self.found),
-                "due": dict(self.due), "bands": self.bands, "lookalikes_merged": self.lookalikes_merged}
+                "due": dict(self.due), "bands": self.bands, "lookalikes_merged": self.lookalikes_merged,
+                "bytes_per_doc": self.bytes_per_doc}
 
 
 def predicted_clusters(docs: Sequence[Doc], links: Sequence[str | None]) -> list[int]:
@@ -93,14 +117,15 @@ def pairwise(pred: Sequence[int], gold: Sequence[str]) -> tuple[float, float, fl
 
 
 def score(docs: Sequence[Doc], judge: Judge, pairs: Sequence[truth.Pair] = ()) -> Score:
-    records = [Record(d.id, d.text, d.group, d.kind) for d in docs]
-    t0 = time.perf_counter()
-    links = list(judge(records))
-    seconds = time.perf_counter() - t0
+    t0 = time.process_time()  # CPU time: the cores are shared, wall time would measure the neighbours
+    links = list(judge(docs))
+    seconds = time.process_time() - t0
     group_of = {d.id: d.group for d in docs}
     pred = predicted_clusters(docs, links)
     p, r, f1 = pairwise(pred, [d.group for d in docs])
     s = Score(p, r, f1, len(docs) / seconds if seconds else 0.0)
+    if isinstance(judge, SketchJudge):
+        s.bytes_per_doc = dict(judge.bytes_per_doc)
     seen: set[str] = set()
     for d, target in zip(docs, links):
         if d.group in seen:
@@ -153,13 +178,18 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f} %"
 
 
+def _bytes(parts: dict[str, float], names: tuple[str, ...]) -> str:
+    return f"{sum(parts[n] for n in names):.0f}" if parts else "-"
+
+
 def tables(corpus: str, set_name: str, docs: Sequence[Doc], scores: dict[str, Score]) -> list[str]:
     kinds = sorted({k for s in scores.values() for k in s.due}, key=lambda k: (k != "natural", k))
     n_dups = sum(next(iter(scores.values())).due.values())
     head = f"{corpus} / {set_name}: {len(docs):,} documents, {n_dups:,} with an earlier duplicate"
     out = [head + "\n" + common.table(
-        ["method", "precision", "recall", "F1", "look-alikes merged", "docs/s"],
-        [[m, f"{s.precision:.3f}", f"{s.recall:.3f}", f"{s.f1:.3f}", s.lookalikes_merged, f"{s.docs_per_s:.0f}"]
+        ["method", "precision", "recall", "F1", "look-alikes merged", "docs/s", "sketch+keys B/doc", "index B/doc"],
+        [[m, f"{s.precision:.3f}", f"{s.recall:.3f}", f"{s.f1:.3f}", s.lookalikes_merged, f"{s.docs_per_s:.0f}",
+          _bytes(s.bytes_per_doc, ("sketch", "sketch_keys")), _bytes(s.bytes_per_doc, tuple(s.bytes_per_doc))]
          for m, s in scores.items()])]
     out.append(f"{corpus} / {set_name}: recall by kind\n" + common.table(
         ["method", *kinds], [[m, *(_pct(s.recall_of(k)) for k in kinds)] for m, s in scores.items()]))
@@ -173,7 +203,8 @@ def tables(corpus: str, set_name: str, docs: Sequence[Doc], scores: dict[str, Sc
     return out
 
 
-def run_corpus(corpus: str, n_base: int, lookalike_pairs: int, seed: int, methods: dict[str, Judge]) -> dict[str, Any]:
+def run_corpus(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
+               methods: Callable[[], dict[str, Judge]]) -> dict[str, Any]:
     t0 = time.perf_counter()
     sets = build_sets(corpus, n_base, lookalike_pairs, seed)
     print(f"{corpus}: sets built in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -181,7 +212,7 @@ def run_corpus(corpus: str, n_base: int, lookalike_pairs: int, seed: int, method
     printed: list[str] = []
     for set_name, (docs, pairs) in sets.items():
         scores: dict[str, Score] = {}
-        for method, judge in methods.items():
+        for method, judge in methods().items():
             scores[method] = s = score(docs, judge, pairs)
             print(f"  [{corpus}/{set_name}] {method}: P={s.precision:.3f} R={s.recall:.3f} F1={s.f1:.3f} "
                   f"{s.docs_per_s:.0f} docs/s", flush=True)
@@ -210,10 +241,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=recall_sets.SEED)
     parser.add_argument("--method", nargs="*", help="substrings of method names to run (default: all)")
     args = parser.parse_args(argv)
-    methods = {m: j for m, j in METHODS.items() if not args.method or any(s in m for s in args.method)}
+
+    def chosen() -> dict[str, Judge]:
+        return {m: j for m, j in methods().items() if not args.method or any(s in m for s in args.method)}
+
     for corpus in args.corpus:
         info = common.start(f"Recall on {corpus}")
-        result = run_corpus(corpus, args.n_base, args.lookalike_pairs, args.seed, methods)
+        result = run_corpus(corpus, args.n_base, args.lookalike_pairs, args.seed, chosen)
         print()
         for t in result["printed"]:
             print(t + "\n")
