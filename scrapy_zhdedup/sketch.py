@@ -6,16 +6,16 @@ its source and sits 8-18 bits away. Character shingles survive scattered edits (
 changes n shingles), and MinHash turns their overlap into equal sketch values:
 
 - ``sketch``: one-permutation MinHash (Li, Owen & Zhang 2012) of the text's character n-grams
-  (punctuation and spacing removed, so width and spacing changes are free), ``SIZE`` bins,
-  empty bins filled by rotation (Shrivastava & Li 2014), each value kept as 16 bits
-  (b-bit minwise hashing, Li & König 2010: a chance match costs 1/65536 of bias). One hash
-  per shingle, so it is cheaper than a k-permutation MinHash.
-- ``band_keys``: bands of ``ROWS`` consecutive values hashed to 32-bit keys. Two texts with
-  shingle Jaccard J share at least one key with probability 1 − (1 − J^ROWS)^BANDS. Every key
-  is an exact lookup (a keyword field in Elasticsearch, a key→rows table in memory).
-- ``estimate``: Jaccard (share of equal values) and containment of the smaller shingle set in
-  the larger (from J and the two set sizes), so a copy with a new headline or a cut tail is
-  judged by how much of it is inside the other, not by a bit distance.
+  (punctuation and spacing removed, so width and spacing changes are free): ``SIZE`` bins, each
+  the top 16 bits of its smallest hash (order-preserving, so containment can be estimated).
+  One hash per shingle, so it is cheaper than a k-permutation MinHash; 2 bytes per bin.
+- ``band_keys``: the bins densified by rotation (Shrivastava & Li 2014), in bands of ``ROWS``
+  values hashed to 32-bit keys. Two texts with shingle Jaccard J share at least one key with
+  probability ≈ 1 − (1 − J^ROWS)^BANDS. Every key is an exact lookup (a keyword field in
+  Elasticsearch, a key→rows table in memory).
+- ``estimate``: Jaccard and the containment of the smaller shingle set in the larger, so a copy
+  with a new headline or a cut tail is judged by how much of it is inside the other, not by a
+  bit distance.
 """
 
 from __future__ import annotations
@@ -38,10 +38,12 @@ _NOT_WORD_RANGES = np.array([(0x80, 0xBF), (0x2000, 0x2BFF), (0x3000, 0x303F), (
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _PRIME = np.uint64(0x100000001B3)
 _MASK32 = np.uint64(0xFFFFFFFF)
+EMPTY = 0xFFFF  # a bin no shingle fell into
+MIN_SUPPORT = 8  # bins the smaller text must own before its containment is estimated
 
 
 class Sketch(NamedTuple):
-    values: np.ndarray  # uint16[SIZE]
+    values: np.ndarray  # uint16[SIZE], EMPTY for empty bins
     count: int  # distinct shingles in the text (for containment)
 
 
@@ -76,27 +78,35 @@ def _word_mask(codes: np.ndarray) -> np.ndarray:
 
 
 def sketch(text: str, n: int = SHINGLE, size: int = SIZE) -> Sketch:
-    """One-permutation MinHash of ``text``'s n-grams, densified, 16 bits per value."""
+    """One-permutation MinHash of ``text``'s n-grams: per bin, the top 16 bits of the smallest
+    hash's offset in the bin (order-preserving), ``EMPTY`` where no shingle fell."""
     h = shingle_hashes(text, n)
     width = (1 << 32) // size
-    bounds = np.arange(size + 1, dtype=np.uint64) * np.uint64(width)
-    first = np.searchsorted(h, bounds[:-1])  # h is sorted: each bin's minimum is its first element
-    filled = (first < len(h)) & (h[np.minimum(first, len(h) - 1)] < bounds[1:])
-    offsets = np.where(filled, h[np.minimum(first, len(h) - 1)] - bounds[:-1], 0)
-    # Rotation densification: an empty bin takes the next filled bin's value, marked with the
-    # distance, so two texts agree on it only when they agree on that bin and on the gap.
-    idx = np.arange(size)
-    filled_at = np.flatnonzero(filled)
-    nxt = filled_at[np.searchsorted(filled_at, idx) % len(filled_at)]
-    gap = (nxt - idx) % size
-    mixed = (offsets[nxt].astype(np.uint64) + np.uint64(width) * gap.astype(np.uint64)) * _MIX
-    values = ((mixed >> np.uint64(48)) & np.uint64(0xFFFF)).astype(np.uint16)
+    starts = np.arange(size, dtype=np.uint64) * np.uint64(width)
+    first = np.minimum(np.searchsorted(h, starts), len(h) - 1)  # h sorted: a bin's minimum comes first
+    offsets = h[first] - starts
+    filled = (h[first] >= starts) & (offsets < np.uint64(width))
+    shift = np.uint64(max(0, width.bit_length() - 17))
+    values = np.where(filled, np.minimum(offsets >> shift, EMPTY - 1), EMPTY).astype(np.uint16)
     return Sketch(values, int(len(h)))
 
 
+def _densified(values: np.ndarray) -> np.ndarray:
+    """Rotation densification (Shrivastava & Li 2014): an empty bin takes the next filled bin's
+    value marked with the distance, so two texts agree on it only when they agree on that bin
+    and on the gap. Makes band keys work for short texts, where most bins are empty."""
+    size = len(values)
+    filled_at = np.flatnonzero(values != EMPTY)
+    if not len(filled_at):
+        return values.astype(np.uint64)
+    idx = np.arange(size)
+    nxt = filled_at[np.searchsorted(filled_at, idx) % len(filled_at)]
+    return values[nxt].astype(np.uint64) + (((nxt - idx) % size).astype(np.uint64) << np.uint64(16))
+
+
 def band_keys(s: Sketch, rows: int = ROWS, bands: int = BANDS) -> list[int]:
-    """32-bit keys of ``bands`` bands of ``rows`` values; the band number is part of the key."""
-    v = s.values[: rows * bands].astype(np.uint64).reshape(bands, rows)
+    """32-bit keys of ``bands`` bands of ``rows`` densified values; the band number is in the key."""
+    v = _densified(s.values)[: rows * bands].reshape(bands, rows)
     key = np.arange(bands, dtype=np.uint64) + np.uint64(1)
     for r in range(rows):
         key = key * _PRIME + v[:, r]
@@ -108,9 +118,18 @@ def band_keys(s: Sketch, rows: int = ROWS, bands: int = BANDS) -> list[int]:
 def estimate(a: Sketch, b: Sketch) -> tuple[float, float]:
     """(Jaccard, containment of the smaller shingle set in the larger), estimated from the sketches.
 
-    |A ∩ B| = J (|A| + |B|) / (1 + J), so containment = that / min(|A|, |B|), capped at 1.
+    In a bin, the minimum over A ∪ B is in A ∩ B when both minima are equal, and comes from A
+    when A's is not larger (or B has none). So Jaccard ≈ equal bins / bins filled in either
+    (Li, Owen & Zhang 2012), and containment of A ≈ equal bins / bins whose minimum is A's.
+    A text many times smaller than the other owns few bins; below ``MIN_SUPPORT`` of them the
+    containment estimate is noise (2 of 2 bins is not "contained"), so Jaccard stands in for it.
     """
-    j = float(np.count_nonzero(a.values == b.values)) / len(a.values)
-    smaller = min(a.count, b.count)
-    inter = j * (a.count + b.count) / (1 + j)
-    return j, (min(1.0, inter / smaller) if smaller else 0.0)
+    fa, fb = a.values != EMPTY, b.values != EMPTY
+    equal = int(np.count_nonzero(fa & fb & (a.values == b.values)))
+    either = np.count_nonzero(fa | fb)
+    small, large, fs, fl = (a, b, fa, fb) if a.count <= b.count else (b, a, fb, fa)
+    from_small = int(np.count_nonzero(fs & (~fl | (small.values <= large.values))))
+    jaccard = equal / either if either else 0.0
+    if from_small < MIN_SUPPORT:  # too few bins speak for the smaller text: containment ≥ Jaccard is all we know
+        return jaccard, jaccard
+    return jaccard, equal / from_small
