@@ -27,19 +27,29 @@ import numpy as np
 SIZE = 64  # bins (values per sketch)
 ROWS = 2  # values per band key
 BANDS = 16  # band keys per document (the first BANDS * ROWS values)
-SHINGLE = 3  # characters per shingle
+SHINGLE = 5  # characters per shingle (3 suits texts under ~200 characters)
+EMPTY = 0xFFFF  # a bin no shingle fell into
+MIN_SUPPORT = 8  # bins the smaller text must own before its containment is estimated
 
-_ASCII_WORD = np.zeros(128, dtype=bool)
-_ASCII_WORD[[ord(c) for c in "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"]] = True
-# Code point ranges that are punctuation, symbols or spacing (after NFKC), dropped before shingling.
-_NOT_WORD_RANGES = np.array([(0x80, 0xBF), (0x2000, 0x2BFF), (0x3000, 0x303F), (0xFE10, 0xFE6F),
-                             (0xFF00, 0xFF0F), (0xFF1A, 0xFF20), (0xFF3B, 0xFF40), (0xFF5B, 0xFF65)],
-                            dtype=np.uint32)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _PRIME = np.uint64(0x100000001B3)
 _MASK32 = np.uint64(0xFFFFFFFF)
-EMPTY = 0xFFFF  # a bin no shingle fell into
-MIN_SUPPORT = 8  # bins the smaller text must own before its containment is estimated
+
+
+def _word_table() -> np.ndarray:
+    """For every BMP code point: True for letters, digits and CJK, False for punctuation,
+    symbols and spacing (the ranges they occupy after NFKC)."""
+    table = np.ones(0x10000, dtype=bool)
+    table[:0x80] = False
+    for c in "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ":
+        table[ord(c)] = True
+    for lo, hi in ((0x80, 0xBF), (0x2000, 0x2BFF), (0x3000, 0x303F), (0xFE10, 0xFE6F),
+                   (0xFF00, 0xFF0F), (0xFF1A, 0xFF20), (0xFF3B, 0xFF40), (0xFF5B, 0xFF65)):
+        table[lo : hi + 1] = False
+    return table
+
+
+_WORD = _word_table()
 
 
 class Sketch(NamedTuple):
@@ -50,7 +60,7 @@ class Sketch(NamedTuple):
 def shingle_hashes(text: str, n: int = SHINGLE) -> np.ndarray:
     """Sorted distinct 32-bit hashes of the character n-grams of ``text``'s word characters."""
     codes = np.frombuffer(text.lower().encode("utf-32-le"), dtype=np.uint32)
-    codes = codes[_word_mask(codes)].astype(np.uint64)
+    codes = codes[_WORD[codes & 0xFFFF] | (codes > 0xFFFF)].astype(np.uint64)
     if len(codes) < n:  # a text shorter than one shingle is one shingle
         codes = np.concatenate([codes, np.zeros(n - len(codes), dtype=np.uint64)])
     width = len(codes) - n + 1
@@ -60,21 +70,8 @@ def shingle_hashes(text: str, n: int = SHINGLE) -> np.ndarray:
     h ^= h >> np.uint64(31)
     h *= _MIX
     h ^= h >> np.uint64(29)
-    return np.unique(h >> np.uint64(32))
-
-
-def _word_mask(codes: np.ndarray) -> np.ndarray:
-    """True for letters, digits and CJK: ASCII by table, the rest unless in a punctuation range."""
-    ascii_ = codes < 128
-    keep = np.where(ascii_, _ASCII_WORD[np.where(ascii_, codes, 0)], True)
-    wide = np.flatnonzero(~ascii_)
-    if len(wide):
-        c = codes[wide]
-        bad = np.zeros(len(wide), dtype=bool)
-        for lo, hi in _NOT_WORD_RANGES:
-            bad |= (c >= lo) & (c <= hi)
-        keep[wide] = ~bad
-    return keep
+    h = np.sort(h >> np.uint64(32))
+    return h[np.concatenate(([True], h[1:] != h[:-1]))]
 
 
 def sketch(text: str, n: int = SHINGLE, size: int = SIZE) -> Sketch:
@@ -88,7 +85,7 @@ def sketch(text: str, n: int = SHINGLE, size: int = SIZE) -> Sketch:
     filled = (h[first] >= starts) & (offsets < np.uint64(width))
     shift = np.uint64(max(0, width.bit_length() - 17))
     values = np.where(filled, np.minimum(offsets >> shift, EMPTY - 1), EMPTY).astype(np.uint16)
-    return Sketch(values, int(len(h)))
+    return Sketch(values, len(h))
 
 
 def _densified(values: np.ndarray) -> np.ndarray:
