@@ -66,7 +66,8 @@ PROTOTYPES: dict[str, Options] = {
     "ablation: without passages": replace(PROTOTYPE, passages=False),
     "ablation: without SimHash bands": replace(PROTOTYPE, simhash_bands=False),
     "ablation: Hamming-verified bands/passages (today) + sketch keys": replace(PROTOTYPE, verify="hamming"),
-    "ablation: one shingle size (5) for short texts too": replace(PROTOTYPE, short_chars=0),
+    "ablation: 5-grams": replace(PROTOTYPE, shingle=5),
+    "ablation: 3-grams": replace(PROTOTYPE, shingle=3),
     "ablation: + per-host repeated lines removed": replace(PROTOTYPE, host_lines=True),
 }
 

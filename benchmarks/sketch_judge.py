@@ -42,8 +42,6 @@ class Options:
     sketch_keys: bool = True
     verify: str = "sketch"  # "sketch" | "hamming" (today's rule for band and passage candidates)
     shingle: int = sketch.SHINGLE
-    short_shingle: int = 3  # shingle size for texts under short_chars characters
-    short_chars: int = 200  # 0: one shingle size for every text
     size: int = sketch.SIZE
     rows: int = sketch.ROWS
     bands: int = sketch.BANDS
@@ -103,8 +101,7 @@ class SketchJudge:
                 continue
             fp = fingerprinter.fingerprint(clean)
             passages = fingerprinter.passages(clean)
-            n = o.short_shingle if len(clean) < o.short_chars else o.shingle
-            sk = sketch.sketch(clean, n, o.size)
+            sk = sketch.sketch(clean, o.shingle, o.size)
             keys = sketch.band_keys(sk, o.rows, o.bands)
             best = self._best(sk, fp, passages, keys, near, passage_table, key_table, sketches)
             row = near.add(fp)

@@ -27,7 +27,7 @@ import numpy as np
 SIZE = 64  # bins (values per sketch)
 ROWS = 2  # values per band key
 BANDS = 16  # band keys per document (the first BANDS * ROWS values)
-SHINGLE = 5  # characters per shingle (3 suits texts under ~200 characters)
+SHINGLE = 4  # characters per shingle: one size for every length, so any two sketches compare
 EMPTY = 0xFFFF  # a bin no shingle fell into
 MIN_SUPPORT = 8  # bins the smaller text must own before its containment is estimated
 
