@@ -142,7 +142,7 @@ class SketchJudge:
         for row in sorted(candidates):
             other = sketches[row]
             j, c = sketch.estimate(sk, other)
-            contained = c >= o.containment and min(sk.count, other.count) >= o.min_contained
+            contained = c >= o.containment and min(sk.shingles, other.shingles) >= o.min_contained
             if j >= o.jaccard or contained:
                 score = max(j, c if contained else 0.0)
                 if best is None or score > best[0]:

@@ -79,7 +79,11 @@ def inews() -> tuple[Article, ...]:
 
 
 def long_corpus(name: str) -> tuple[Article, ...]:
-    return {"inews": inews, "pd1998": pd1998}[name]()
+    if name == "inews":
+        return inews()
+    if name == "pd1998":
+        return pd1998()
+    raise KeyError(name)
 
 
 @functools.lru_cache(maxsize=1)

@@ -54,7 +54,7 @@ _WORD = _word_table()
 
 class Sketch(NamedTuple):
     values: np.ndarray  # uint16[SIZE], EMPTY for empty bins
-    count: int  # distinct shingles in the text (for containment)
+    shingles: int  # distinct shingles in the text (for containment)
 
 
 def shingle_hashes(text: str, n: int = SHINGLE) -> np.ndarray:
@@ -124,7 +124,7 @@ def estimate(a: Sketch, b: Sketch) -> tuple[float, float]:
     fa, fb = a.values != EMPTY, b.values != EMPTY
     equal = int(np.count_nonzero(fa & fb & (a.values == b.values)))
     either = np.count_nonzero(fa | fb)
-    small, large, fs, fl = (a, b, fa, fb) if a.count <= b.count else (b, a, fb, fa)
+    small, large, fs, fl = (a, b, fa, fb) if a.shingles <= b.shingles else (b, a, fb, fa)
     from_small = int(np.count_nonzero(fs & (~fl | (small.values <= large.values))))
     jaccard = equal / either if either else 0.0
     if from_small < MIN_SUPPORT:  # too few bins speak for the smaller text: containment ≥ Jaccard is all we know

@@ -28,7 +28,7 @@ def test_punctuation_spacing_and_case_are_ignored() -> None:
 def test_sketch_layout() -> None:
     s = sketch.sketch("国务院常务会议部署近期重点工作")
     assert s.values.dtype == np.uint16 and len(s.values) == sketch.SIZE
-    assert s.count == sketch.shingle_hashes("国务院常务会议部署近期重点工作").size
+    assert s.shingles == sketch.shingle_hashes("国务院常务会议部署近期重点工作").size
     keys = sketch.band_keys(s)
     assert len(keys) == sketch.BANDS and all(0 <= k < 2**32 for k in keys)
 
