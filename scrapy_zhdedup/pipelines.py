@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from itemadapter import ItemAdapter
@@ -28,24 +29,28 @@ class DuplicateItem(DropItem):
         self.level = self.log_level = log_level
 
 
-def _one_line_drops(crawler: Crawler) -> None:
-    """Log :class:`DuplicateItem` drops without the item dump of Scrapy's ``"Dropped: …\\n%(item)s"``
-    (every version up to at least 2.19), at its level on any Scrapy, whatever ``LOG_FORMATTER`` is set;
-    other drops are logged as before."""
-    formatter = getattr(crawler, "logformatter", None)
-    if formatter is None or getattr(formatter.dropped, "zhdedup", False):
-        return
-    dropped = formatter.dropped
+class _OneLineDrops:
+    """A log formatter's ``dropped`` that logs :class:`DuplicateItem` drops in one line at their level."""
 
-    def one_line(item: Any, exception: BaseException, response: Any, spider: Any) -> Any:
-        result = dropped(item, exception, response, spider)
+    def __init__(self, dropped: Callable[..., Any]) -> None:
+        self.dropped = dropped
+
+    def __call__(self, item: Any, exception: BaseException, response: Any, spider: Any) -> Any:
+        result = self.dropped(item, exception, response, spider)
         if isinstance(exception, DuplicateItem):
             result = {**result, "level": logging.getLevelName(exception.level), "msg": "Dropped: %(exception)s",
                       "args": {"exception": exception}}
         return result
 
-    one_line.zhdedup = True  # type: ignore[attr-defined]
-    formatter.dropped = one_line
+
+def _one_line_drops(crawler: Crawler) -> None:
+    """Log :class:`DuplicateItem` drops without the item dump of Scrapy's ``"Dropped: …\\n%(item)s"``
+    (every version up to at least 2.19), at its level on any Scrapy, whatever ``LOG_FORMATTER`` is set;
+    other drops are logged as before."""
+    formatter = getattr(crawler, "logformatter", None)
+    if formatter is None or isinstance(formatter.dropped, _OneLineDrops):
+        return
+    formatter.dropped = _OneLineDrops(formatter.dropped)
 
 
 class ZhDedupPipeline:

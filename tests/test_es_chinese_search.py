@@ -100,7 +100,7 @@ def test_the_index_is_mapped_for_search(es_client: Elasticsearch, site_index: tu
 ])
 def test_plugin_presets_map_the_text_with_the_plugin(analysis: str, expected: dict[str, str]) -> None:
     """Our node has neither plugin: only the mapping body is checked."""
-    search = SearchText("content", analysis)  # type: ignore[arg-type]
+    search = SearchText("content", analysis)  # type: ignore[arg-type]  # a wrong value on purpose
     props = template_body("news", BandLayout(k=3), search=search)["template"]["mappings"]["properties"]
     assert props["content"] == {"type": "text", **expected} and props["title"] == props["content"]
     assert search.query_text("台风 登陆") == "台风 登陆" and search.searched(["title", "content"]) == ["title", "content"]

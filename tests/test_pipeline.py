@@ -316,7 +316,7 @@ def test_item_without_the_annotation_fields_is_a_clear_error(annotate_crawls: An
 def test_backend_is_loaded_by_name_or_dotted_path(name: str, backend: str) -> None:
     pipeline = ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))
     assert type(pipeline.backend).__name__ == backend
-    pipeline.backend._pool.stop()  # type: ignore[attr-defined]
+    pipeline.backend._pool.stop()  # type: ignore[attr-defined]  # the embedded backend's own pool
 
 
 @pytest.mark.parametrize("name", ["nosuch", "scrapy_zhdedup.backends.NoSuchBackend", "no_such_module.Backend"])
