@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from elasticsearch import Elasticsearch
@@ -20,7 +20,7 @@ from es_plugin.search import folded_search
 from es_plugin.template import template_body, template_name
 from examples.site.generate import generate
 from scrapy_zhdedup.bands import BandLayout
-from scrapy_zhdedup.config import DedupConfig, EsConfig
+from scrapy_zhdedup.config import Analysis, DedupConfig, EsConfig
 
 # query -> the base article (manifest "base") whose pages answer it
 QUERIES = {
@@ -100,7 +100,7 @@ def test_the_index_is_mapped_for_search(es_client: Elasticsearch, site_index: tu
 ])
 def test_plugin_presets_map_the_text_with_the_plugin(analysis: str, expected: dict[str, str]) -> None:
     """Our node has neither plugin: only the mapping body is checked."""
-    search = SearchText("content", analysis)  # type: ignore[arg-type]  # a wrong value on purpose
+    search = SearchText("content", cast(Analysis, analysis))
     props = template_body("news", BandLayout(k=3), search=search)["template"]["mappings"]["properties"]
     assert props["content"] == {"type": "text", **expected} and props["title"] == props["content"]
     assert search.query_text("台风 登陆") == "台风 登陆" and search.searched(["title", "content"]) == ["title", "content"]
