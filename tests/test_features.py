@@ -90,7 +90,8 @@ def test_repeats_raise_a_weight_sublinearly_and_never_past_255() -> None:
 def test_text_of_only_single_characters_still_yields_features() -> None:
     text = "天 地 人 和 风 雨 雷 电 山 水 火 土 " * 20
     for featurizer in (Featurizer("auto"), Featurizer("words")):
-        assert featurizer(text) == Featurizer().chars(text)
+        features = featurizer(text)
+        assert features == Featurizer().chars(text)
         assert features
 
 
