@@ -37,12 +37,13 @@ from elasticsearch import AsyncElasticsearch, Elasticsearch
 
 from benchmarks.corpus import load_base
 from benchmarks.reposts import TRANSFORMS
+from es_plugin.backend import ElasticsearchBackend
+from es_plugin.lookups import near_query
 from es_plugin.template import install, template_name
 from scrapy_zhdedup import __version__
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Fingerprinter
-from scrapy_zhdedup.es_backend import ElasticsearchBackend, near_query
 from scrapy_zhdedup.text import content_hash
 
 CHUNK = 5000  # documents per bulk request while loading

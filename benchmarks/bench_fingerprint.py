@@ -89,7 +89,7 @@ def run(n_docs: int, repeat: int) -> tuple[dict[str, Any], list[str]]:
         fresh_runs: list[list[int]] = []
         contenders: dict[str, Callable[[], Any]] = {
             "simhash.Simhash": lambda feats=feats: reference(feats),
-            "ours, fresh cache": lambda feats=feats: fresh_runs.append(ours(feats)),
+            "ours, fresh cache": lambda feats=feats, runs=fresh_runs: runs.append(ours(feats)),
             "ours, warm cache": lambda feats=feats, warm=warm: ours(feats, warm),
         }
         if kind.startswith("chars"):

@@ -271,8 +271,9 @@ def spawn(kind: str, n: int, queries: int, *, blocks: int = 0, data: str = "synt
     cmd = [sys.executable, "-m", "benchmarks.bench_lookup", "--worker", kind, "--size", str(n),
            "--queries", str(queries), "--blocks", str(blocks), "--data", data,
            "--bloom-capacity", str(bloom_capacity)]
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+                          env={**os.environ, "PYTHONPATH": path})
     if proc.returncode != 0:
         raise RuntimeError(f"worker {kind} N={n} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

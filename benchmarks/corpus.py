@@ -36,9 +36,9 @@ import random
 import re
 import sys
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import opencc

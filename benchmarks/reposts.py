@@ -19,7 +19,7 @@ import functools
 import random
 import re
 import string
-from typing import Callable
+from collections.abc import Callable
 
 import opencc
 

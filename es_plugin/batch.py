@@ -19,103 +19,89 @@ Read order, and why it survives interruption:
   an uninterrupted one.  With several shards only the interleaving between shards can differ,
   which can only change which of two equally distant earlier documents a new one is tied to.
 
-Judging happens in Python with the full engine (:class:`Fingerprinter`: SimHash bands and passage
-hashes) against an in-memory :class:`EmbeddedStore`; the verdicts go back as bulk partial updates
+Judging is :func:`~scrapy_zhdedup.judge.judge` with the full engine (:class:`Fingerprinter`: SimHash
+bands and passage hashes) against an in-memory :class:`IndexMemory`, so an index deduplicated here
+agrees with ``zhdedup scan``; the verdicts go back through writer.py as bulk partial updates
 (``update`` with ``doc``: no scripts, which the minimal distribution lacks).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
-from elasticsearch.helpers import bulk
+from elasticsearch import BadRequestError, Elasticsearch
 
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.bloom import ExactFilter
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Fingerprinter, Verdict, verdict_for
-from scrapy_zhdedup.errors import EmptyTextError, ZhDedupError
-from scrapy_zhdedup.persist import atomic_write
-from scrapy_zhdedup.store import EmbeddedStore, Match
-from scrapy_zhdedup.text import content_hash
+from scrapy_zhdedup.engine import Fingerprinter
+from scrapy_zhdedup.errors import ConfigError, EmptyTextError, InvalidDocumentError, ZhDedupError
+from scrapy_zhdedup.jsonl import usable_id
+from scrapy_zhdedup.judge import Match, Prepared, Verdict, judge
+from scrapy_zhdedup.store import EmbeddedStore
 
+from .checkpoint import Checkpoint
+from .scroll import PointInTime
+from .steps import drive
 from .template import dedup_properties, ensure_layout, read_meta, template_body, zhdedup_fields
+from .writer import Action, BulkWriter, describe
 
 logger = logging.getLogger(__name__)
 
 READ_SORT = [{"_seq_no": "asc"}, {"_shard_doc": "asc"}]
 DONE_FIELD = "zhdedup.status"
-KEEP_ALIVE = "5m"
 LARGEST = 10  # clusters listed in the report
 EXAMPLES = 3  # member ids shown per listed cluster
-CHECKPOINT_FORMAT = 1
 
 Progress = Callable[[int], None]
 
 
-class Memory:
-    """Everything judged so far, on the engine's own :class:`EmbeddedStore` (bands, passages, hashes).
+class IndexMemory(EmbeddedStore):
+    """The embedded store, with each row's cluster id kept as the string found in the index.
 
-    Judging follows :meth:`Deduper.check` step for step, so an index deduplicated here agrees with
-    ``zhdedup scan``.  The cluster id is kept per row as the string found in the index rather than
-    derived from the store's first row: when documents are loaded back, a cluster's first document
-    may have been deleted since (or sit on another shard, read later), and new members must still
-    get the cluster id the index already uses.
+    When documents are loaded back, a cluster's first document may have been deleted since (or sit
+    on another shard, read later), and new members must still get the cluster id the index already
+    uses, so the cluster is not derived from the store's first row.
     """
 
-    def __init__(self, config: DedupConfig, fingerprinter: Fingerprinter) -> None:
-        self.fingerprinter = fingerprinter
-        self.store = EmbeddedStore(config.layout,
-                                   ExactFilter(error_rate=config.bloom_error_rate,
-                                               initial_capacity=config.bloom_capacity),
-                                   passage_share=config.passage_share, passage_threshold=config.passage_threshold)
-        self.clusters: list[str] = []  # per store row
+    def __init__(self, config: DedupConfig) -> None:
+        super().__init__(config.layout,
+                         ExactFilter(error_rate=config.bloom_error_rate, initial_capacity=config.bloom_capacity),
+                         passage_share=config.passage_share, passage_threshold=config.passage_threshold)
+        self.clusters: list[str] = []  # per row
+
+    def cluster(self, row: int) -> str:
+        return self.clusters[row]
+
+    def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
+        if verdict.status != "exact":
+            self.clusters.append(verdict.cluster)
+        super().remember(prepared, verdict, match)
+
+    def load(self, meta: dict[str, Any], passages: list[int]) -> None:
+        """Take back a document judged earlier, from its ``zhdedup`` object and its passage keys."""
+        if meta["status"] != "exact":
+            self.add(meta["doc_id"], meta["hash"], int(meta["fp"], 16), passages)
+            self.clusters.append(meta["cluster"])
+
+
+class ClusterReport:
+    """How many clusters, and the largest with a few member ids (memory only for duplicates)."""
+
+    def __init__(self) -> None:
         self.firsts = 0  # documents that opened a cluster: one per cluster
-        self.repeats: Counter[str] = Counter()  # cluster -> later members (memory only for duplicates)
+        self.repeats: Counter[str] = Counter()  # cluster -> later members
         self.examples: dict[str, list[str]] = {}
 
-    def judge(self, doc_id: str, clean: str) -> tuple[Verdict, list[int]]:
-        """The verdict, and the passage keys to store with it (none for an exact repeat)."""
-        digest = content_hash(clean)
-        exact = self._cluster(self.store.find_exact(digest))
-        passages: list[int] = []
-        if exact is not None:
-            verdict = verdict_for(doc_id, digest, None, exact, exact=True)
-        else:
-            fp = self.fingerprinter.fingerprint(clean)
-            passages = self.fingerprinter.passages(clean)
-            near = self._cluster(self.store.find_near(fp, passages))
-            verdict = verdict_for(doc_id, digest, fp, near)
-            self._add(doc_id, digest, fp, passages, verdict.cluster)
-        self._count(verdict.cluster, doc_id)
-        return verdict, passages
-
-    def load(self, meta: dict[str, Any], clean: str | None) -> None:
-        """Take back a document judged earlier, from its ``zhdedup`` object (and text, for its passages)."""
-        cluster, doc_id = meta["cluster"], meta["doc_id"]
-        if meta["status"] != "exact":
-            passages = self.fingerprinter.passages(clean) if clean is not None else []
-            self._add(doc_id, meta["hash"], int(meta["fp"], 16), passages, cluster)
-        self._count(cluster, doc_id)
-
-    def _cluster(self, match: Match | None) -> Match | None:
-        return None if match is None else Match(match.doc_id, self.clusters[match.row], match.distance, match.row)
-
-    def _add(self, doc_id: str, digest: str, fp: int, passages: list[int], cluster: str) -> None:
-        self.store.add(doc_id, digest, fp, passages)
-        self.clusters.append(cluster)
-
-    def _count(self, cluster: str, doc_id: str) -> None:
+    def count(self, cluster: str, doc_id: str) -> None:
         if doc_id == cluster:
             self.firsts += 1
             return
@@ -130,84 +116,6 @@ class Memory:
         return {"clusters": self.firsts, "duplicate_clusters": len(self.repeats), "largest": largest}
 
 
-@dataclass
-class Checkpoint:
-    """What a later run needs to go on where this one stopped; written after each acknowledged bulk."""
-
-    path: Path | None
-    settings: dict[str, Any]
-    after: list[Any] | None = None  # sort values of the last judged document
-    skipped: dict[str, str] = field(default_factory=dict)  # _id -> why it could not be judged
-
-    @classmethod
-    def open(cls, path: Path | None, settings: dict[str, Any]) -> Checkpoint:
-        if path is None or not path.exists():
-            return cls(path, settings)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ZhDedupError(f"{path}: unreadable checkpoint ({exc}); delete it to start over") from exc
-        if data.get("format") != CHECKPOINT_FORMAT or data.get("settings") != settings:
-            raise ZhDedupError(
-                f"{path}: checkpoint of a run with other settings ({data.get('settings')}, now {settings}); "
-                f"delete it or pass another --checkpoint"
-            )
-        return cls(path, settings, data.get("after"), dict(data.get("skipped", {})))
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        payload = json.dumps({"format": CHECKPOINT_FORMAT, "settings": self.settings, "after": self.after,
-                              "skipped": self.skipped}, ensure_ascii=False).encode("utf-8")
-        atomic_write(self.path, lambda fh: fh.write(payload))
-
-
-class _Reader:
-    """Sorted ``search_after`` pages through a point in time that is re-opened when it expires."""
-
-    def __init__(self, client: Elasticsearch, index: str, batch_size: int) -> None:
-        self.client, self.index, self.batch_size = client, index, batch_size
-        self.pit: str | None = None
-
-    def _open(self) -> str:
-        self.client.indices.refresh(index=self.index)  # a new point in time must see our updates
-        self.pit = self.client.open_point_in_time(index=self.index, keep_alive=KEEP_ALIVE)["id"]
-        return self.pit
-
-    def pages(self, query: dict[str, Any], source: list[str] | bool,
-              after: list[Any] | None = None) -> Iterator[list[dict[str, Any]]]:
-        reopened = False
-        while True:
-            body: dict[str, Any] = {"query": query, "sort": READ_SORT, "size": self.batch_size,
-                                    "_source": source, "track_total_hits": False,
-                                    "pit": {"id": self.pit or self._open(), "keep_alive": KEEP_ALIVE}}
-            if after is not None:
-                body["search_after"] = after
-            try:
-                resp = self.client.search(body=body)
-            except NotFoundError:
-                if reopened:
-                    raise
-                self._open()  # the point in time expired (e.g. the run was paused): same order in a new one
-                reopened = True
-                continue
-            reopened = False
-            self.pit = resp.get("pit_id", self.pit)
-            hits = resp["hits"]["hits"]
-            if not hits:
-                return
-            yield hits
-            after = hits[-1]["sort"]
-
-    def close(self) -> None:
-        if self.pit is not None:
-            try:
-                self.client.close_point_in_time(id=self.pit)
-            except ApiError:
-                pass  # already expired: nothing left to free
-            self.pit = None
-
-
 def dedup_index(client: Elasticsearch, index: str, dedup_cfg: DedupConfig, *, text_field: str = "text",
                 html_field: str | None = None, id_field: str | None = None, dry_run: bool = False,
                 checkpoint: Path | None = None, batch_size: int = 500,
@@ -218,77 +126,124 @@ def dedup_index(client: Elasticsearch, index: str, dedup_cfg: DedupConfig, *, te
     written (and there is nothing to resume from).
     """
     if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
-    layout = dedup_cfg.layout
+        raise ConfigError("batch_size must be at least 1")
     if not client.indices.exists(index=index):
         raise ZhDedupError(f"{index}: no such index")
     if dry_run:
         if read_meta(client, index) is not None:
-            ensure_layout(client, index, layout)
+            ensure_layout(client, index, dedup_cfg.layout)
     else:
-        _prepare_mapping(client, index, layout)
+        _prepare_mapping(client, index, dedup_cfg.layout)
     fields = _Fields(text_field, html_field, id_field, Fingerprinter(dedup_cfg))
-    settings = {"index": index, "dedup": dataclasses.asdict(dedup_cfg), "text_field": text_field,
+    identity = {"index": index, "dedup": dataclasses.asdict(dedup_cfg), "text_field": text_field,
                 "html_field": html_field, "id_field": id_field}
-    state = Checkpoint.open(None if dry_run else checkpoint, settings)
-    memory = Memory(dedup_cfg, fields.fingerprinter)
-    counts: Counter[str] = Counter()
+    state = Checkpoint.open(None if dry_run else checkpoint, identity, {"after": None, "skipped": {}},
+                            way_out="delete it or pass another --checkpoint")
+    run = _Run(client, index, dedup_cfg.layout, fields, IndexMemory(dedup_cfg), ClusterReport(), state,
+               BulkWriter(index), dry_run)
     started = time.perf_counter()
-    reader = _Reader(client, index, batch_size)
-    try:
-        load_source = ["zhdedup", *fields.text_fields] if fields.fingerprinter.use_passages else ["zhdedup"]
-        for page in reader.pages({"exists": {"field": DONE_FIELD}}, load_source):
-            for hit in page:
-                try:
-                    memory.load(hit["_source"]["zhdedup"], fields.clean_or_none(hit["_source"]))
-                except (KeyError, TypeError, ValueError) as exc:
-                    raise ZhDedupError(f"{index}: document {hit['_id']} has a damaged zhdedup object "
-                                       f"({type(exc).__name__}: {exc})") from exc
-            counts["loaded"] += len(page)
+    with PointInTime(client, index, refresh=True) as reader:
+        loaded = run.load(reader, batch_size)
         load_seconds = time.perf_counter() - started
-        query = {"bool": {"must_not": [{"exists": {"field": DONE_FIELD}}]}}
-        pending: list[dict[str, Any]] = []
-        try:
-            for page in reader.pages(query, fields.source, state.after):
-                for hit in page:
-                    if hit["_id"] in state.skipped:
-                        continue
-                    try:
-                        doc_id, clean = fields.read(hit)
-                    except ValueError as exc:  # EmptyTextError, or no usable id
-                        state.skipped[hit["_id"]] = str(exc)
-                    else:
-                        verdict, passages = memory.judge(doc_id, clean)
-                        counts[verdict.status] += 1
-                        pending.append({"_op_type": "update", "_id": hit["_id"], "retry_on_conflict": 3, "doc": {
-                            "zhdedup": zhdedup_fields(verdict, layout, datetime.now(timezone.utc),
-                                                      passages=passages)}})
-                    state.after = hit["sort"]
-                    if progress is not None:
-                        progress(1)
-                _write(client, pending, dry_run, state)
-        except BaseException:
-            if pending:  # interrupted mid-page: keep what was judged, so a rerun need not redo it
-                try:
-                    _write(client, pending, dry_run, state)
-                except Exception as exc:  # Elasticsearch may be the reason we stopped
-                    logger.warning("%s: the last %d verdicts were not saved (%s); a rerun judges them again",
-                                   index, len(pending), exc)
-            raise
-    finally:
-        reader.close()
+        counts = run.judge_rest(reader, batch_size, progress)
     if not dry_run:
         client.indices.refresh(index=index)
     seconds = time.perf_counter() - started
     judged = counts["unique"] + counts["exact"] + counts["near"]
+    skipped = state.progress["skipped"]
     return {
-        "index": index, "dry_run": dry_run, "loaded": counts["loaded"], "judged": judged,
+        "index": index, "dry_run": dry_run, "loaded": loaded, "judged": judged,
         "unique": counts["unique"], "exact": counts["exact"], "near": counts["near"],
-        "skipped": len(state.skipped), "skipped_examples": dict(list(state.skipped.items())[:20]),
+        "skipped": len(skipped), "skipped_examples": dict(list(skipped.items())[:20]),
         "seconds": round(seconds, 2), "load_seconds": round(load_seconds, 2),
         "docs_per_s": round(judged / (seconds - load_seconds), 1) if seconds > load_seconds and judged else 0.0,
-        **memory.report(),
+        **run.clusters.report(),
     }
+
+
+@dataclass
+class _Run:
+    """One ``dedup_index`` call: load what was judged before, then judge the rest page by page."""
+
+    client: Elasticsearch
+    index: str
+    layout: BandLayout
+    fields: _Fields
+    memory: IndexMemory
+    clusters: ClusterReport
+    state: Checkpoint
+    writer: BulkWriter
+    dry_run: bool
+
+    def load(self, reader: PointInTime, batch_size: int) -> int:
+        """Documents judged by an earlier run (or by the pipeline), back into memory; returns how many."""
+        fingerprinter = self.fields.fingerprinter
+        source = ["zhdedup", *self.fields.text_fields] if fingerprinter.use_passages else ["zhdedup"]
+        body = {"query": {"exists": {"field": DONE_FIELD}}, "sort": READ_SORT, "size": batch_size,
+                "_source": source, "track_total_hits": False}
+        loaded = 0
+        for page in reader.pages(body, reopen=True):
+            for hit in page:
+                try:
+                    meta = hit["_source"]["zhdedup"]
+                    clean = self.fields.clean_or_none(hit["_source"])
+                    self.memory.load(meta, fingerprinter.passages(clean) if clean is not None else [])
+                    self.clusters.count(meta["cluster"], meta["doc_id"])
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise ZhDedupError(f"{self.index}: document {hit['_id']} has a damaged zhdedup object "
+                                       f"({type(exc).__name__}: {exc})") from exc
+            loaded += len(page)
+        return loaded
+
+    def judge_rest(self, reader: PointInTime, batch_size: int, progress: Progress | None) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        skipped, at = self.state.progress["skipped"], self.state.progress
+        body = {"query": {"bool": {"must_not": [{"exists": {"field": DONE_FIELD}}]}}, "sort": READ_SORT,
+                "size": batch_size, "_source": self.fields.source, "track_total_hits": False}
+        pending: list[Action] = []
+        try:
+            for page in reader.pages(body, at["after"], reopen=True):
+                for hit in page:
+                    if hit["_id"] in skipped:
+                        continue
+                    try:
+                        prepared = self.fields.prepare(hit)
+                    except ValueError as exc:  # EmptyTextError, or no usable id
+                        skipped[hit["_id"]] = str(exc)
+                    else:
+                        verdict = judge(prepared, self.memory)
+                        self.clusters.count(verdict.cluster, verdict.doc_id)
+                        counts[verdict.status] += 1
+                        passages = prepared.passages if verdict.status != "exact" else []
+                        pending.append(Action("update", hit["_id"], {"zhdedup": zhdedup_fields(
+                            verdict, self.layout, datetime.now(timezone.utc), passages=passages)}))
+                    at["after"] = hit["sort"]
+                    if progress is not None:
+                        progress(1)
+                self._write(pending)
+        except BaseException:
+            if pending:  # interrupted mid-page: keep what was judged, so a rerun need not redo it
+                try:
+                    self._write(pending)
+                except Exception as exc:  # Elasticsearch may be the reason we stopped
+                    logger.warning("%s: the last %d verdicts were not saved (%s); a rerun judges them again",
+                                   self.index, len(pending), exc)
+            raise
+        return counts
+
+    def _write(self, pending: list[Action]) -> None:
+        """Send the page's updates; the checkpoint moves only once Elasticsearch took all of them."""
+        actions = list(pending)
+        pending.clear()  # taken: a failure below must not make the caller send them again
+        if self.dry_run:
+            return
+        if actions:
+            failed = drive(self.client, self.writer.write(actions)).failed
+            if failed:
+                action, error = failed[0]
+                raise ZhDedupError(f"{self.index}: {len(failed)} of {len(actions)} updates failed, first: "
+                                   f"{action.id}: {describe(error)[1]}")
+        self.state.save()
 
 
 def _prepare_mapping(client: Elasticsearch, index: str, layout: BandLayout) -> None:
@@ -307,7 +262,7 @@ def _prepare_mapping(client: Elasticsearch, index: str, layout: BandLayout) -> N
 
 @dataclass(frozen=True)
 class _Fields:
-    """Where a document keeps its text, HTML and id, and how they become the engine's clean text."""
+    """Where a document keeps its text, HTML and id, and how they become the engine's input."""
 
     text_field: str
     html_field: str | None
@@ -322,41 +277,28 @@ class _Fields:
     def source(self) -> list[str]:
         return [*self.text_fields, *([self.id_field] if self.id_field else [])]
 
-    def clean(self, source: dict[str, Any]) -> str:
-        """HTML wins over text when both are there, as in the pipeline."""
+    def _inputs(self, source: dict[str, Any]) -> tuple[str | None, str | None]:
+        """Text and HTML strings (HTML wins over text when both are there, as in the pipeline)."""
         html = _get(source, self.html_field) if self.html_field else None
         text = _get(source, self.text_field)
         if not isinstance(html, str) and not isinstance(text, str):
             raise EmptyTextError(f"no string in {' or '.join(repr(f) for f in self.text_fields)}")
-        return self.fingerprinter.clean(text=text if isinstance(text, str) else None,
-                                        html=html if isinstance(html, str) else None)
+        return text if isinstance(text, str) else None, html if isinstance(html, str) else None
 
     def clean_or_none(self, source: dict[str, Any]) -> str | None:
         try:
-            return self.clean(source)
+            text, html = self._inputs(source)
+            return self.fingerprinter.clean(text=text, html=html)
         except EmptyTextError:
             return None
 
-    def read(self, hit: dict[str, Any]) -> tuple[str, str]:
+    def prepare(self, hit: dict[str, Any]) -> Prepared:
         source = hit.get("_source") or {}
-        doc_id = _get(source, self.id_field) if self.id_field else hit["_id"]
-        if doc_id is None or isinstance(doc_id, (dict, list, bool)) or str(doc_id) == "":
-            raise ValueError(f"no usable id in {self.id_field!r}")
-        return str(doc_id), self.clean(source)
-
-
-def _write(client: Elasticsearch, pending: list[dict[str, Any]], dry_run: bool, state: Checkpoint) -> None:
-    """Send the page's updates; the checkpoint moves only once Elasticsearch took all of them."""
-    actions = list(pending)
-    pending.clear()  # taken: a failure below must not make the caller send them again
-    if dry_run:
-        return
-    if actions:
-        index = state.settings["index"]
-        _, errors = bulk(client, actions, index=index, max_retries=5, raise_on_error=False, stats_only=False)
-        if errors:
-            raise ZhDedupError(f"{index}: {len(errors)} of {len(actions)} updates failed, first: {errors[0]}")
-    state.save()
+        doc_id = usable_id(_get(source, self.id_field) if self.id_field else hit["_id"])
+        if doc_id is None:
+            raise InvalidDocumentError(f"no usable id in {self.id_field!r}")
+        text, html = self._inputs(source)
+        return self.fingerprinter.prepare(doc_id, text=text, html=html)
 
 
 def _get(source: dict[str, Any], path: str) -> Any:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,14 +17,12 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
 
-from scrapy_zhdedup.cli import add_dedup_options, dedup_config, progress
-from scrapy_zhdedup.config import EsConfig
-from scrapy_zhdedup.errors import ZhDedupError
-
-DEFAULT_URL = "http://127.0.0.1:9200"
+from scrapy_zhdedup.cli import progress
+from scrapy_zhdedup.config import CONNECTION, WRITING, DedupConfig, EsConfig, add_options, from_args
+from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     es = sub.add_parser("es", help="Elasticsearch: install, status, ingest, search, dedup-index, reconcile")
     esub = es.add_subparsers(dest="es_command", required=True)
 
@@ -43,25 +40,23 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = esub.add_parser("ingest", help="load JSONL files or directories of HTML pages, deduplicated")
     p.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
                    help='JSONL ({"id": ..., "text"|"html": ...} per line) or a directory of saved pages')
-    _common(p, index_option=True)
+    _common(p, index_option=True, writing=True)
     p.add_argument("--mode", choices=("annotate", "drop"), default="annotate",
                    help="annotate: store duplicates too, marked (default; folded search needs them); "
                         "drop: store first copies only")
-    p.add_argument("--bulk-size", type=int, default=EsConfig.es_bulk_size, help="documents per bulk request")
     p.add_argument("--checkpoint-dir", type=Path, default=Path(".zhdedup-checkpoints"),
                    help="where the per-input resume checkpoints live (default %(default)s)")
     p.add_argument("--restart", action="store_true", help="ignore existing checkpoints and read inputs from the start")
     p.add_argument("--concurrency", type=int, default=4,
                    help="documents judged at once; overlaps lookups (default %(default)s, 1 = strictly in input order)")
-    p.add_argument("--dead-letter", default="", help="JSONL file for documents Elasticsearch rejects")
     p.add_argument("--strict", action="store_true", help="stop at the first bad record instead of skipping it")
     p.set_defaults(func=_es_errors(cmd_ingest))
 
     p = esub.add_parser("search", help="search with near-duplicates folded into one hit per cluster")
-    p.add_argument("index")
+    p.add_argument("index", help="index (or alias, or pattern) to search")
     p.add_argument("query", help="query text, or a JSON query clause if it starts with '{'")
     _common(p)
-    p.add_argument("--page", type=int, default=1)
+    p.add_argument("--page", type=int, default=1, help="page of groups to show (default %(default)s)")
     p.add_argument("--size", type=int, default=10, help="groups per page")
     p.add_argument("--inner-hits", type=int, default=0, metavar="N", help="show up to N folded duplicates per hit")
     p.add_argument("--fields", default="title,text", help="comma-separated fields to search and show")
@@ -73,18 +68,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = esub.add_parser("dedup-index", help="fingerprint and cluster an existing index in place")
     p.add_argument("source", metavar="SOURCE", help="index to deduplicate")
     _common(p)
-    p.add_argument("--text-field", default="text")
+    p.add_argument("--text-field", default="text", help="field holding the text (default %(default)s)")
     p.add_argument("--html-field", default=None, help="judge this field's HTML when present (before --text-field)")
     p.add_argument("--id-field", default=None, help="field naming the document (default: _id)")
     p.add_argument("--checkpoint", type=Path, default=None,
                    help="resume file (default .zhdedup-checkpoints/dedup-index-SOURCE.json)")
-    p.add_argument("--batch-size", type=int, default=500)
+    p.add_argument("--batch-size", type=int, default=500, help="documents per page and per bulk of updates (default %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="judge and report, write nothing")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_es_errors(cmd_dedup_index))
 
     p = esub.add_parser("reconcile", help="find and repair documents whose zhdedup fields disagree")
-    p.add_argument("index")
+    p.add_argument("index", help="index to reconcile")
     _common(p)
     p.add_argument("--dry-run", action="store_true", help="report only")
     p.add_argument("--delete", action="store_true", help="delete stray documents instead of re-marking them")
@@ -101,42 +96,29 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
         except ApiError as exc:
             error = exc.body.get("error") if isinstance(exc.body, dict) else None
             reason = (error.get("reason") if isinstance(error, dict) else None) or exc.message
-            raise ZhDedupError(f"Elasticsearch at {args.url} answered {exc.meta.status}: {reason}") from exc
+            raise ZhDedupError(f"Elasticsearch at {args.es_url} answered {exc.meta.status}: {reason}") from exc
         except TransportError as exc:
-            raise ZhDedupError(f"Elasticsearch at {args.url} failed: {exc}") from exc
+            raise ZhDedupError(f"Elasticsearch at {args.es_url} failed: {exc}") from exc
 
     return run
 
 
-def _common(p: argparse.ArgumentParser, *, index_option: bool = False) -> None:
-    g = p.add_argument_group("Elasticsearch connection")
-    g.add_argument("--url", default=os.environ.get("ZHDEDUP_ES_URL", DEFAULT_URL),
-                   help="node URL (default $ZHDEDUP_ES_URL or %(default)s)")
-    g.add_argument("--user", default=os.environ.get("ZHDEDUP_ES_USER", ""))
-    g.add_argument("--password", default=os.environ.get("ZHDEDUP_ES_PASSWORD", ""),
-                   help="default $ZHDEDUP_ES_PASSWORD (safer than the command line)")
-    g.add_argument("--api-key", default=os.environ.get("ZHDEDUP_ES_API_KEY", ""), help="default $ZHDEDUP_ES_API_KEY")
-    g.add_argument("--ca-certs", default=os.environ.get("ZHDEDUP_ES_CA_CERTS", ""), help="CA bundle for https")
-    g.add_argument("--timeout", type=float, default=EsConfig.es_timeout, help="seconds per request")
-    if index_option:
-        g.add_argument("--index", default=os.environ.get("ZHDEDUP_ES_INDEX", EsConfig.es_index),
-                       help="index name (default $ZHDEDUP_ES_INDEX or %(default)s)")
-    add_dedup_options(p)
-
-
-def es_config(args: argparse.Namespace, **extra: Any) -> EsConfig:
-    return EsConfig(es_url=args.url, es_index=getattr(args, "index", EsConfig.es_index), es_user=args.user,
-                    es_password=args.password, es_api_key=args.api_key, es_ca_certs=args.ca_certs,
-                    es_timeout=args.timeout, **extra)
+def _common(p: argparse.ArgumentParser, *, index_option: bool = False, writing: bool = False) -> None:
+    """Connection options (from EsConfig, defaults from ``$ZHDEDUP_ES_*``) and the engine's options."""
+    add_options(p, EsConfig, "Elasticsearch connection", groups=(CONNECTION,),
+                skip=() if index_option else ("es_index",), environment=True)
+    if writing:
+        add_options(p, EsConfig, "Elasticsearch writing", groups=(WRITING,), environment=True)
+    add_options(p, DedupConfig, "deduplication")
 
 
 @contextmanager
 def _client(args: argparse.Namespace) -> Iterator[Elasticsearch]:
     from .client import check_reachable, make_client
 
-    client = make_client(es_config(args))
+    client = make_client(from_args(EsConfig, args))
     try:
-        check_reachable(client, args.url)
+        check_reachable(client, args.es_url)
         yield client
     finally:
         client.close()
@@ -144,7 +126,7 @@ def _client(args: argparse.Namespace) -> Iterator[Elasticsearch]:
 
 @contextmanager
 def _bar(total: int | None, unit: str, desc: str) -> Iterator[Callable[[int], None]]:
-    with progress(total, unit, desc) as bar:  # type: ignore[arg-type]
+    with progress(total, unit, desc) as bar:
         yield bar.update
 
 
@@ -162,12 +144,12 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.mapping:
         user_properties = json.loads(args.mapping.read_text(encoding="utf-8"))
         if not isinstance(user_properties, dict):
-            raise ValueError(f"{args.mapping}: expected a JSON object of mapping properties")
+            raise ConfigError(f"{args.mapping}: expected a JSON object of mapping properties")
         user_properties = user_properties.get("properties", user_properties)
     if args.shards < 1:
-        raise ValueError("--shards must be at least 1")
+        raise ConfigError("--shards must be at least 1")
     with _client(args) as client:
-        report = install(client, args.index, dedup_config(args).layout, user_properties,
+        report = install(client, args.es_index, from_args(DedupConfig, args).layout, user_properties,
                          settings={"index": {"number_of_shards": args.shards}})
     print(f"template {report['template']}: {report['template_action']} (version {report['template_version']}); "
           f"index {report['index']}: {report['index_action']}; layout {report['layout']}")
@@ -178,7 +160,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from .template import status
 
     with _client(args) as client:
-        report = status(client, args.index, dedup_config(args).layout)
+        report = status(client, args.es_index, from_args(DedupConfig, args).layout)
     if args.json:
         _print(report)
     else:
@@ -195,7 +177,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     from .reconcile import reconcile
 
     with _client(args) as client, _bar(None, "doc", "reconcile") as bar:
-        config = dedup_config(args)
+        config = from_args(DedupConfig, args)
         report = reconcile(client, args.index, config.layout, apply=not args.dry_run, delete=args.delete,
                            progress=bar, passage_share=config.passage_share,
                            passage_threshold=config.passage_threshold)
@@ -225,11 +207,11 @@ def _count_inputs(inputs: list[Path]) -> int:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from .ingest import ingest
 
-    if args.bulk_size < 1:
-        raise ValueError("--bulk-size must be at least 1")
-    es = es_config(args, es_bulk_size=args.bulk_size, es_dead_letter=args.dead_letter)
+    if args.es_bulk_size < 1:
+        raise ConfigError("--bulk-size must be at least 1")
+    es = from_args(EsConfig, args)
     with _bar(_count_inputs(args.inputs), "doc", "ingest") as bar:
-        report = ingest(args.inputs, dedup_config(args), es, mode=args.mode, checkpoint_dir=args.checkpoint_dir,
+        report = ingest(args.inputs, from_args(DedupConfig, args), es, mode=args.mode, checkpoint_dir=args.checkpoint_dir,
                         restart=args.restart, strict=args.strict, concurrency=args.concurrency, progress=bar)
     for entry in report["inputs"]:
         if entry.get("skipped_input"):
@@ -297,7 +279,7 @@ def cmd_dedup_index(args: argparse.Namespace) -> int:
     with _client(args) as client:
         total = client.count(index=args.source)["count"]
         with _bar(total, "doc", "dedup-index") as bar:
-            report = dedup_index(client, args.source, dedup_config(args), text_field=args.text_field,
+            report = dedup_index(client, args.source, from_args(DedupConfig, args), text_field=args.text_field,
                                  html_field=args.html_field, id_field=args.id_field, dry_run=args.dry_run,
                                  checkpoint=checkpoint, batch_size=args.batch_size, progress=bar)
     if args.json:

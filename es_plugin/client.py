@@ -13,7 +13,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch
 
 from scrapy_zhdedup.config import EsConfig
-from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 
 CLIENT_RETRIES = 3  # immediate client-level retries on timeouts and connection errors
 CHECK_TIMEOUT = 10.0  # seconds for the start-up health check
@@ -26,11 +26,11 @@ class EsUnavailableError(ZhDedupError):
 def client_options(cfg: EsConfig, *, max_retries: int = CLIENT_RETRIES) -> dict[str, Any]:
     """Constructor arguments shared by the sync and async clients."""
     if not cfg.es_url:
-        raise ValueError("ZHDEDUP_ES_URL is empty: set it to the node's URL, e.g. http://127.0.0.1:9200")
+        raise ConfigError("ZHDEDUP_ES_URL is empty: set it to the node's URL, e.g. http://127.0.0.1:9200")
     if cfg.es_api_key and (cfg.es_user or cfg.es_password):
-        raise ValueError("set either ZHDEDUP_ES_API_KEY or ZHDEDUP_ES_USER/ZHDEDUP_ES_PASSWORD, not both")
+        raise ConfigError("set either ZHDEDUP_ES_API_KEY or ZHDEDUP_ES_USER/ZHDEDUP_ES_PASSWORD, not both")
     if cfg.es_password and not cfg.es_user:
-        raise ValueError("ZHDEDUP_ES_PASSWORD is set but ZHDEDUP_ES_USER is empty")
+        raise ConfigError("ZHDEDUP_ES_PASSWORD is set but ZHDEDUP_ES_USER is empty")
     options: dict[str, Any] = {
         "hosts": [cfg.es_url],
         "request_timeout": cfg.es_timeout,

@@ -1,6 +1,6 @@
 """``zhdedup es ingest``: load JSONL files or directories of saved pages into an index, deduplicated.
 
-Every document goes through :class:`~scrapy_zhdedup.es_backend.ElasticsearchBackend`, the engine
+Every document goes through :class:`~es_plugin.backend.ElasticsearchBackend`, the engine
 the Scrapy pipeline uses, so an ingested corpus and a crawled one are judged alike.
 
 Inputs:
@@ -28,7 +28,6 @@ import asyncio
 import hashlib
 import html as htmllib
 import itertools
-import json
 import logging
 import re
 import time
@@ -40,21 +39,21 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch
 
+from es_plugin.backend import ElasticsearchBackend
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.engine import Fingerprinter, Verdict
-from scrapy_zhdedup.errors import EmptyTextError, ZhDedupError
-from scrapy_zhdedup.es_backend import ElasticsearchBackend
+from scrapy_zhdedup.engine import Fingerprinter
+from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
 from scrapy_zhdedup.jsonl import BadRecordError, open_input, read_records
-from scrapy_zhdedup.persist import atomic_write
+from scrapy_zhdedup.judge import Verdict
 from scrapy_zhdedup.text import decode_html
 
+from .checkpoint import Checkpoint
 from .client import acheck_reachable, make_async_client
 
 logger = logging.getLogger(__name__)
 
 HTML_SUFFIXES = (".html", ".htm", ".shtml", ".xhtml")
 DEFAULT_CHECKPOINT_DIR = Path(".zhdedup-checkpoints")
-CHECKPOINT_FORMAT = 1
 MAX_REPORTED_ERRORS = 50
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
 
@@ -73,39 +72,14 @@ class Item:
     position: int
 
 
-@dataclass
-class Checkpoint:
-    """How far one input got into one index; saved atomically, only after a flush was acknowledged."""
-
-    path: Path
-    index: str
-    source: str
-    kind: str
-    position: int = 0  # JSONL: last line written; directory: number of files written
-    last: str | None = None  # directory: relative path of the last file written
-    done: bool = False
-
-    @classmethod
-    def open(cls, directory: Path, index: str, source: Path, kind: str, restart: bool) -> Checkpoint:
-        key = hashlib.sha1(f"{index}\0{source}".encode()).hexdigest()[:16]
-        name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{index}--{source.name}")[:100]
-        path = directory / f"{name}--{key}.json"
-        fresh = cls(path, index, str(source), kind)
-        if restart or not path.exists():
-            return fresh
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ZhDedupError(f"{path}: unreadable checkpoint ({exc}); delete it or use --restart") from exc
-        if data.get("format") != CHECKPOINT_FORMAT or data.get("kind") != kind:
-            raise ZhDedupError(f"{path}: not a checkpoint of this {kind} input; delete it or use --restart")
-        return cls(path, index, str(source), kind, int(data["position"]), data.get("last"), bool(data["done"]))
-
-    def save(self) -> None:
-        payload = json.dumps({"format": CHECKPOINT_FORMAT, "index": self.index, "input": self.source,
-                              "kind": self.kind, "position": self.position, "last": self.last,
-                              "done": self.done}, ensure_ascii=False).encode("utf-8")
-        atomic_write(self.path, lambda fh: fh.write(payload))
+def open_checkpoint(directory: Path, index: str, source: Path, kind: str, restart: bool) -> Checkpoint:
+    """How far one input got into one index: ``position`` (JSONL: last line written; directory: number
+    of files written), ``last`` (directory: relative path of the last file written) and ``done``."""
+    key = hashlib.sha1(f"{index}\0{source}".encode()).hexdigest()[:16]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{index}--{source.name}")[:100]
+    return Checkpoint.open(directory / f"{name}--{key}.json", {"index": index, "input": str(source), "kind": kind},
+                           {"position": 0, "last": None, "done": False}, restart=restart,
+                           way_out="delete it or use --restart")
 
 
 @dataclass
@@ -175,9 +149,9 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
     ``progress(n)`` is called with the number of documents just judged.
     """
     if mode not in ("annotate", "drop"):
-        raise ValueError(f"mode must be 'annotate' or 'drop', not {mode!r}")
+        raise ConfigError(f"mode must be 'annotate' or 'drop', not {mode!r}")
     if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
+        raise ConfigError("concurrency must be at least 1")
     kinds = []
     for source in inputs:
         if source.is_dir():
@@ -203,7 +177,7 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
     try:
         await acheck_reachable(client, es.es_url)
         for source, kind in sources:
-            state = Checkpoint.open(checkpoint_dir, es.es_index, source.resolve(), kind, restart)
+            state = open_checkpoint(checkpoint_dir, es.es_index, source.resolve(), kind, restart)
             reports.append(await _ingest_one(backend, client, reader, source, state, es, concurrency, progress))
     finally:
         try:
@@ -229,20 +203,21 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
 async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch, reader: _Reader, source: Path,
                       state: Checkpoint, es: EsConfig, concurrency: int, progress: Progress | None) -> dict[str, Any]:
     counts: Counter[str] = Counter()
-    report: dict[str, Any] = {"input": str(source), "kind": state.kind, "resumed_from": state.position,
+    kind, at = state.identity["kind"], state.progress
+    report: dict[str, Any] = {"input": str(source), "kind": kind, "resumed_from": at["position"],
                               "checkpoint": str(state.path)}
-    if state.done:
+    if at["done"]:
         logger.info("%s: already ingested into %s (checkpoint %s)", source, es.es_index, state.path)
         return {**report, "done": True, "skipped_input": True}
-    if state.kind == "html":
+    if kind == "html":
         files = html_files(source)
-        if state.position and (state.position > len(files)
-                               or files[state.position - 1].relative_to(source).as_posix() != state.last):
+        if at["position"] and (at["position"] > len(files)
+                                 or files[at["position"] - 1].relative_to(source).as_posix() != at["last"]):
             raise ZhDedupError(f"{source}: the directory changed since checkpoint {state.path} "
-                               f"(file {state.position} is no longer {state.last!r}); use --restart")
-        items = reader.html_dir(source, files, state.position)
+                               f"(file {at['position']} is no longer {at['last']!r}); use --restart")
+        items = reader.html_dir(source, files, at["position"])
     else:
-        items = reader.jsonl(source, state.position)
+        items = reader.jsonl(source, at["position"])
     stream = _skip_stored(items, client, es.es_index, es.es_bulk_size, counts)
     in_flight: deque[tuple[Item, asyncio.Future[Verdict]]] = deque()
     since_flush = 0
@@ -257,7 +232,7 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
             reader.bad(item.path, item.line, str(exc))
         else:
             counts[verdict.status] += 1
-        state.position, state.last = item.position, item.doc_id
+        at.update(position=item.position, last=item.doc_id)
         since_flush += 1
         if progress is not None:
             progress(1)
@@ -275,7 +250,7 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
         while in_flight:
             await settle()
         await backend.flush()
-        state.done = True
+        at["done"] = True
         state.save()
     except BaseException:
         for _, future in in_flight:
@@ -286,7 +261,7 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
             state.save()
         except Exception as exc:  # Elasticsearch may be why we stopped; the checkpoint stays behind
             logger.warning("%s: could not flush after the interruption (%s); the checkpoint stays at %d",
-                           source, exc, state.position)
+                           source, exc, at["position"])
         raise
     return {**report, **counts, "done": True}
 

@@ -22,15 +22,21 @@ from scrapy_zhdedup.bandindex import BandIndex
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.judge import NearRule
 from scrapy_zhdedup.keytable import KeyTable
 from scrapy_zhdedup.store import nearest_with_passages
 
+from .scroll import PointInTime
+from .steps import drive
 from .template import ensure_layout
+from .writer import Action, BulkWriter, describe
 
 PAGE = 5000
 BULK = 1000
-KEEP_ALIVE = "5m"
 _FIELDS = ["zhdedup.fp", "zhdedup.doc_id", "zhdedup.cluster", "zhdedup.status", "zhdedup.hash", "zhdedup.passages"]
+_ORDER = [{"zhdedup.seen_at": {"order": "asc", "missing": "_last"}},
+          {"zhdedup.doc_id": {"order": "asc", "missing": "_last"}},
+          {"_shard_doc": "asc"}]
 
 
 class ReconcileError(ZhDedupError):
@@ -38,29 +44,14 @@ class ReconcileError(ZhDedupError):
 
 
 def _scan(client: Elasticsearch, index: str, progress: Callable[[int], None] | None) -> Iterator[dict[str, Any]]:
-    """Every document's ``zhdedup`` fields in a stable order, from one point in time."""
-    pit = client.open_point_in_time(index=index, keep_alive=KEEP_ALIVE)["id"]
-    try:
-        after: list[Any] | None = None
-        while True:
-            response = client.search(
-                pit={"id": pit, "keep_alive": KEEP_ALIVE}, size=PAGE, source_includes=_FIELDS,
-                sort=[{"zhdedup.seen_at": {"order": "asc", "missing": "_last"}},
-                      {"zhdedup.doc_id": {"order": "asc", "missing": "_last"}},
-                      {"_shard_doc": "asc"}],
-                search_after=after, track_total_hits=False,
-            )
-            hits = response["hits"]["hits"]
-            if not hits:
-                return
-            pit = response.get("pit_id", pit)
+    """Every document's ``zhdedup`` fields in judgement order, from one point in time."""
+    body = {"size": PAGE, "_source": _FIELDS, "sort": _ORDER, "track_total_hits": False}
+    with PointInTime(client, index) as reader:
+        for hits in reader.pages(body):
             for hit in hits:
                 yield {"_id": hit["_id"], "_index": hit["_index"], **hit["_source"].get("zhdedup", {})}
             if progress is not None:
                 progress(len(hits))
-            after = hits[-1]["sort"]
-    finally:
-        client.close_point_in_time(id=pit)
 
 
 def reconcile(client: Elasticsearch, index: str, layout: BandLayout, *, apply: bool = True, delete: bool = False,
@@ -75,6 +66,8 @@ def reconcile(client: Elasticsearch, index: str, layout: BandLayout, *, apply: b
     ``clusters`` (distinct clusters among the documents kept).
     """
     ensure_layout(client, index, layout)
+    rule = NearRule(layout.k, passage_share, passage_threshold)
+    writer = BulkWriter(index)
     near = BandIndex(layout)
     passage_index = KeyTable(np.uint32)
     row_doc: list[str] = []  # per BandIndex row: doc_id, effective cluster, content hash
@@ -83,12 +76,12 @@ def reconcile(client: Elasticsearch, index: str, layout: BandLayout, *, apply: b
     moved: dict[str, str] = {}  # old cluster id -> cluster it joined
     clusters: set[str] = set()
     counts = {"scanned": 0, "pairs": 0, "marked": 0, "reclustered": 0, "deleted": 0, "clusters": 0}
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
 
-    def emit(action: dict[str, Any]) -> None:
+    def emit(action: Action) -> None:
         actions.append(action)
         if len(actions) >= BULK:
-            _send(client, actions, apply)
+            _send(client, writer, actions, apply)
 
     for doc in _scan(client, index, progress):
         counts["scanned"] += 1
@@ -98,7 +91,7 @@ def reconcile(client: Elasticsearch, index: str, layout: BandLayout, *, apply: b
         passages = [int(key, 16) for key in doc.get("passages", ())]
         match = None
         if fp is not None and doc.get("status") == "unique":
-            match = nearest_with_passages(near, passage_index, fp, passages, passage_share, passage_threshold)
+            match = nearest_with_passages(near, passage_index, fp, passages, rule)
         if match is not None and row_cluster[match.row] != cluster:
             counts["pairs"] += 1
             target = row_cluster[match.row]
@@ -106,42 +99,35 @@ def reconcile(client: Elasticsearch, index: str, layout: BandLayout, *, apply: b
             status = "exact" if row_hash[match.row] == doc.get("hash") else "near"
             if delete:
                 counts["deleted"] += 1
-                emit({"_op_type": "delete", "_index": doc["_index"], "_id": doc["_id"]})
+                emit(Action("delete", doc["_id"], index=doc["_index"]))
                 continue
             counts["marked"] += 1
-            emit({"_op_type": "update", "_index": doc["_index"], "_id": doc["_id"], "doc": {"zhdedup": {
-                "status": status, "dup_of": row_doc[match.row], "cluster": target, "distance": match.distance}}})
+            emit(Action("update", doc["_id"], {"zhdedup": {
+                "status": status, "dup_of": row_doc[match.row], "cluster": target, "distance": match.distance}},
+                index=doc["_index"]))
             cluster = target
         elif cluster != stored_cluster:
             counts["reclustered"] += 1
-            emit({"_op_type": "update", "_index": doc["_index"], "_id": doc["_id"],
-                  "doc": {"zhdedup": {"cluster": cluster}}})
+            emit(Action("update", doc["_id"], {"zhdedup": {"cluster": cluster}}, index=doc["_index"]))
         clusters.add(cluster)
         if fp is not None:
             passage_index.add_many(passages, near.add(fp))
             row_doc.append(doc.get("doc_id", doc["_id"]))
             row_cluster.append(cluster)
             row_hash.append(doc.get("hash", ""))
-    _send(client, actions, apply)
+    _send(client, writer, actions, apply)
     if apply and (counts["marked"] or counts["deleted"] or counts["reclustered"]):
         client.indices.refresh(index=index)
     counts["clusters"] = len(clusters)
     return counts
 
 
-def _send(client: Elasticsearch, actions: list[dict[str, Any]], apply: bool) -> None:
+def _send(client: Elasticsearch, writer: BulkWriter, actions: list[Action], apply: bool) -> None:
     """Bulk the buffered partial updates/deletes (nothing in a dry run); raise if any was rejected."""
     if apply and actions:
-        operations: list[dict[str, Any]] = []
-        for action in actions:
-            op = action["_op_type"]
-            operations.append({op: {"_index": action["_index"], "_id": action["_id"]}})
-            if op == "update":
-                operations.append({"doc": action["doc"]})
-        response = client.bulk(operations=operations)
-        if response["errors"]:
-            failed = [next(iter(item.values())) for item in response["items"]
-                      if next(iter(item.values()))["status"] >= 300]
+        failed = drive(client, writer.write(actions)).failed
+        if failed:
+            action, error = failed[0]
             raise ReconcileError(f"reconcile: {len(failed)} of {len(actions)} changes were rejected, e.g. "
-                                 f"{failed[0].get('_id')}: {failed[0].get('error')}")
+                                 f"{action.id}: {describe(error)[1]}")
     actions.clear()

@@ -35,7 +35,9 @@ from typing import Any
 
 from elasticsearch import ApiError, Elasticsearch
 
-from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, ZhDedupError
+
+from .scroll import PointInTime
 
 CLUSTER_FIELD = "zhdedup.cluster"
 FOLDED = "folded"  # name of the inner_hits block
@@ -53,7 +55,7 @@ def query_clause(query: str | Mapping[str, Any], fields: Sequence[str]) -> dict[
     if isinstance(query, Mapping):
         return dict(query["query"]) if "query" in query else dict(query)
     if not query.strip():
-        raise ValueError("empty search query")
+        raise ConfigError("empty search query")
     return {"bool": {
         "must": [{"multi_match": {"query": query, "fields": list(fields), "operator": "and"}}],
         "should": [{"multi_match": {"query": query, "fields": list(fields), "type": "phrase", "boost": 2}}],
@@ -64,9 +66,9 @@ def folded_query_body(query: str | Mapping[str, Any], *, page: int = 1, size: in
                       fields: Sequence[str] = ("title", "text")) -> dict[str, Any]:
     """The search body (usable as is in Kibana Dev Tools) for one page of folded results."""
     if page < 1 or size < 1:
-        raise ValueError("page and size must be at least 1")
+        raise ConfigError("page and size must be at least 1")
     if inner_hits < 0:
-        raise ValueError("inner_hits must be >= 0")
+        raise ConfigError("inner_hits must be >= 0")
     source = [*fields, *_ZHDEDUP_SOURCE]
     return {
         "query": query_clause(query, fields),
@@ -124,27 +126,14 @@ def iter_folded(client: Elasticsearch, index: str, query: str | Mapping[str, Any
     body["sort"] = [{CLUSTER_FIELD: "asc"}]
     body["track_total_hits"] = False
     try:
-        pit = client.open_point_in_time(index=index, keep_alive=keep_alive)["id"]
-    except ApiError as exc:
-        raise _search_error(exc, index) from exc
-    try:
-        while True:
-            body["pit"] = {"id": pit, "keep_alive": keep_alive}
-            try:
-                resp = client.search(body=body)
-            except ApiError as exc:
-                raise _search_error(exc, index) from exc
-            pit = resp.get("pit_id", pit)
-            hits = resp["hits"]["hits"]
-            for hit in hits:
-                yield _group(hit, 0)
-            if len(hits) < batch:
-                return
+        with PointInTime(client, index, keep_alive=keep_alive) as reader:
             # the point in time appends a _shard_doc tiebreaker to the sort values; collapse refuses it
             # back, and the cluster id alone is unique per group anyway
-            body["search_after"] = hits[-1]["sort"][:1]
-    finally:
-        client.close_point_in_time(id=pit)
+            for hits in reader.pages(body, after_of=lambda hit: hit["sort"][:1]):
+                for hit in hits:
+                    yield _group(hit, 0)
+    except ApiError as exc:
+        raise _search_error(exc, index) from exc
 
 
 def _group(hit: dict[str, Any], inner_hits: int) -> dict[str, Any]:

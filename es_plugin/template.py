@@ -4,30 +4,28 @@ The band layout decides which keyword fields hold the band keys.  A client with 
 query fields that hold other keys and silently find nothing, so the layout is stored in the mapping's
 ``_meta.zhdedup`` and every client compares it with its own before the first lookup.
 
-Each operation is written once, as a generator of client calls (:data:`Steps`), and run by a sync or
-an async driver, so the ``es`` CLI (sync client) and the backend (async client) share every check.
+Each operation is written once, as :data:`~es_plugin.steps.Steps`, and run by the sync or the async
+driver, so the ``es`` CLI (sync client) and the backend (async client) share every check.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Generator
 from datetime import datetime, timezone
 from typing import Any
 
-from elasticsearch import ApiError, AsyncElasticsearch, BadRequestError, Elasticsearch, NotFoundError
+from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch, NotFoundError
 
 from scrapy_zhdedup import __version__
 from scrapy_zhdedup.bands import BandLayout
-from scrapy_zhdedup.engine import Verdict
-from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, LayoutMismatchError, ZhDedupError
+from scrapy_zhdedup.judge import Verdict
+
+from .steps import Steps, adrive, drive
 
 TEMPLATE_VERSION = 1
 PRIORITY = 500  # above the usual catch-all templates, so ours is the one applied to the index
-
-Call = Callable[[Any], Any]  # client -> response (or an awaitable of it, for the async client)
-Steps = Generator[Call, Any, Any]
 
 
 class EsIndexError(ZhDedupError):
@@ -76,7 +74,7 @@ def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any
     so :func:`install` can tell an unchanged template without comparing ES's normalised echo of it.
     """
     if "zhdedup" in (user_properties or {}):
-        raise ValueError("user mapping may not define 'zhdedup': scrapy-zhdedup owns that field")
+        raise ConfigError("user mapping may not define 'zhdedup': scrapy-zhdedup owns that field")
     body: dict[str, Any] = {
         "index_patterns": [index],
         "priority": PRIORITY,
@@ -288,34 +286,6 @@ def _status(index: str, layout: BandLayout | None) -> Steps:
 # --- drivers and the public functions -------------------------------------------------------------------
 
 
-def _drive(client: Elasticsearch, steps: Steps) -> Any:
-    value: Any = None
-    error: ApiError | None = None
-    while True:
-        try:
-            call = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value
-        try:
-            value, error = call(client), None
-        except ApiError as exc:
-            value, error = None, exc
-
-
-async def _adrive(client: AsyncElasticsearch, steps: Steps) -> Any:
-    value: Any = None
-    error: ApiError | None = None
-    while True:
-        try:
-            call = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value
-        try:
-            value, error = await call(client), None
-        except ApiError as exc:
-            value, error = None, exc
-
-
 def install(client: Elasticsearch, index: str, layout: BandLayout, user_properties: dict[str, Any] | None = None,
             *, settings: dict[str, Any] | None = None, replace: bool = True) -> dict[str, Any]:
     """Put the template (only if missing or different) and create the index if missing; report what was done.
@@ -325,29 +295,25 @@ def install(client: Elasticsearch, index: str, layout: BandLayout, user_properti
     so it cannot undo an administrator's ``es install``.  Raises :class:`LayoutMismatchError` or
     :class:`EsIndexError` when an existing index does not fit, before anything is changed.
     """
-    return _drive(client, _install(index, layout, user_properties, settings, replace))
+    return drive(client, _install(index, layout, user_properties, settings, replace))
 
 
 async def ainstall(client: AsyncElasticsearch, index: str, layout: BandLayout,
                    user_properties: dict[str, Any] | None = None, *, settings: dict[str, Any] | None = None,
                    replace: bool = True) -> dict[str, Any]:
-    return await _adrive(client, _install(index, layout, user_properties, settings, replace))
+    return await adrive(client, _install(index, layout, user_properties, settings, replace))
 
 
 def read_meta(client: Elasticsearch, index: str) -> dict[str, Any] | None:
     """``_meta.zhdedup`` of the index mapping; None if the index is missing or has none."""
-    return _drive(client, _read_meta(index))
+    return drive(client, _read_meta(index))
 
 
 def ensure_layout(client: Elasticsearch, index: str, layout: BandLayout) -> None:
     """Raise :class:`LayoutMismatchError` / :class:`EsIndexError` unless the index exists and fits ``layout``."""
-    _drive(client, _ensure_layout(index, layout))
-
-
-async def aensure_layout(client: AsyncElasticsearch, index: str, layout: BandLayout) -> None:
-    await _adrive(client, _ensure_layout(index, layout))
+    drive(client, _ensure_layout(index, layout))
 
 
 def status(client: Elasticsearch, index: str, layout: BandLayout | None = None) -> dict[str, Any]:
     """Installed template version vs this package's, layouts, doc and cluster counts, and any problem."""
-    return _drive(client, _status(index, layout))
+    return drive(client, _status(index, layout))

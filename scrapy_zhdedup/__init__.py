@@ -1,8 +1,9 @@
 """Chinese exact and near-duplicate filtering for Scrapy, on an embedded store or Elasticsearch."""
 
 from .config import DedupConfig, EsConfig, PipelineConfig
-from .engine import Deduper, Verdict
+from .engine import Deduper
 from .errors import EmptyTextError, LayoutMismatchError, StoreError, ZhDedupError
+from .judge import Verdict
 
 __all__ = [
     "DedupConfig", "Deduper", "EmptyTextError", "EsConfig", "LayoutMismatchError", "PipelineConfig",

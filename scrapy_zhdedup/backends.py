@@ -1,23 +1,36 @@
-"""Where verdicts are made: the embedded store in-process, or Elasticsearch (es_backend.py).
+"""Where verdicts are made: the embedded store in-process, or Elasticsearch (``es_plugin.backend``).
 
 The pipeline talks to either through :class:`Backend`, so drop/annotate logic, stats and item
-handling exist once.
+handling exist once.  ``ZHDEDUP_BACKEND`` names one (``embedded``, ``elasticsearch``) or gives
+any class's dotted path; it is loaded like any Scrapy component, so this package never imports
+``es_plugin`` itself.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from scrapy.crawler import Crawler
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
-from scrapy.utils.defer import maybe_deferred_to_future
 
-from .config import DedupConfig
-from .engine import Deduper, Verdict
+from .config import DedupConfig, PipelineConfig, from_settings
+from .engine import Deduper
+from .errors import ConfigError
+from .judge import Verdict
 
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
+
+BACKENDS = {
+    "embedded": "scrapy_zhdedup.backends.EmbeddedBackend",
+    "elasticsearch": "es_plugin.backend.ElasticsearchBackend",
+}
 
 
 class Backend(Protocol):
@@ -27,6 +40,21 @@ class Backend(Protocol):
 
     async def close(self) -> None:
         """Flush and persist; called once when the spider closes."""
+
+
+def load_backend(crawler: Crawler, name: str) -> Backend:
+    """The backend ``ZHDEDUP_BACKEND`` names, built with its ``from_crawler``."""
+    path = BACKENDS.get(name, name)
+    try:
+        cls = load_object(path)
+    except ModuleNotFoundError as exc:
+        hint = " (pip install 'scrapy-zhdedup[es]')" if exc.name in ("elasticsearch", "elastic_transport") else ""
+        raise ConfigError(f"ZHDEDUP_BACKEND = {name!r}: cannot import {path}: {exc}{hint}") from exc
+    except (ImportError, NameError, ValueError) as exc:
+        raise ConfigError(f"ZHDEDUP_BACKEND = {name!r}: expected 'embedded', 'elasticsearch' or the dotted path "
+                          f"of a backend class ({exc})") from exc
+    backend: Backend = build_from_crawler(cls, crawler)
+    return backend
 
 
 class EmbeddedBackend:
@@ -41,6 +69,21 @@ class EmbeddedBackend:
         self.deduper = Deduper.open(config, store_dir)
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="zhdedup")
         self._pool.start()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> EmbeddedBackend:
+        settings = crawler.settings
+        return cls(from_settings(DedupConfig, settings),
+                   cls._store_dir(from_settings(PipelineConfig, settings), settings.get("JOBDIR")))
+
+    @staticmethod
+    def _store_dir(config: PipelineConfig, jobdir: str | None) -> Path | None:
+        if config.store_dir:
+            return Path(config.store_dir)
+        if jobdir:
+            return Path(jobdir) / "zhdedup"
+        logger.info("zhdedup: no JOBDIR or ZHDEDUP_STORE_DIR set; what this crawl sees is not kept")
+        return None
 
     async def _on_worker(self, fn: Callable[[], T]) -> T:
         from twisted.internet import reactor  # imported late: the crawler chooses the reactor

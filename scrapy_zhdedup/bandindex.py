@@ -47,18 +47,27 @@ class BandIndex:
         self._table.add_many(self.layout.table_keys(fp), row)
         return row
 
+    def candidates(self, fp: int) -> list[int]:
+        """Rows sharing a band key with ``fp``: every row within ``k``, and a few beyond."""
+        return self._table.get_many(self.layout.table_keys(fp))
+
+    def distances(self, rows: list[int], fp: int) -> tuple[np.ndarray, np.ndarray]:
+        """``rows`` sorted without repeats, and the Hamming distance of each to ``fp``."""
+        rows_arr = np.unique(np.array(rows, dtype=np.int64))
+        view = np.frombuffer(self._fps, dtype=np.uint64)
+        dist = np.bitwise_count(view[rows_arr] ^ np.uint64(fp))
+        del view  # a live buffer view would forbid appending to the array
+        return rows_arr, dist
+
     def nearest(self, fp: int) -> Hit | None:
         """Closest indexed fingerprint within ``k`` found through the band keys."""
-        return self.closest(self._table.get_many(self.layout.table_keys(fp)), fp, self.layout.k)
+        return self.closest(self.candidates(fp), fp, self.layout.k)
 
     def closest(self, rows: list[int], fp: int, max_distance: int) -> Hit | None:
         """Closest of ``rows`` to ``fp`` within ``max_distance``; ties go to the oldest row."""
         if not rows:
             return None
-        rows_arr = np.unique(np.array(rows, dtype=np.int64))
-        view = np.frombuffer(self._fps, dtype=np.uint64)
-        dist = np.bitwise_count(view[rows_arr] ^ np.uint64(fp))
-        del view  # a live buffer view would forbid appending to the array
+        rows_arr, dist = self.distances(rows, fp)
         ok = np.flatnonzero(dist <= max_distance)
         if not len(ok):
             return None

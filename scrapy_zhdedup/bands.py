@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ConfigError
 from .fingerprint import BITS
 
 LAYOUT_VERSION = 1
@@ -38,13 +39,13 @@ class BandLayout:
         if self.blocks == 0:
             object.__setattr__(self, "blocks", default_blocks(self.k))
         if not 0 <= self.k < self.blocks <= self.bits:
-            raise ValueError(f"band layout needs 0 <= k < blocks <= {self.bits}, got k={self.k}, blocks={self.blocks}")
+            raise ConfigError(f"band layout needs 0 <= k < blocks <= {self.bits}, got k={self.k}, blocks={self.blocks}")
         if len(self.tables) > 1 and self.key_bits + self.table_bits > 64:
-            raise ValueError(
+            raise ConfigError(
                 f"band layout k={self.k}, blocks={self.blocks} needs {self.key_bits + self.table_bits}-bit table keys "
                 f"(more than 64): use fewer blocks")
         if len(self.tables) > MAX_TABLES:
-            raise ValueError(f"band layout k={self.k}, blocks={self.blocks} needs {len(self.tables)} tables "
+            raise ConfigError(f"band layout k={self.k}, blocks={self.blocks} needs {len(self.tables)} tables "
                              f"(at most {MAX_TABLES}): use fewer blocks")
 
     @cached_property
@@ -116,5 +117,5 @@ class BandLayout:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BandLayout:
         if data.get("version") != LAYOUT_VERSION:
-            raise ValueError(f"unsupported band layout version {data.get('version')!r}")
+            raise ConfigError(f"unsupported band layout version {data.get('version')!r}")
         return cls(k=int(data["k"]), blocks=int(data["blocks"]), bits=int(data["bits"]))

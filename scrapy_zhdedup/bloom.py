@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from pybloom_live import ScalableBloomFilter
 
-from .errors import StoreError
+from .errors import ConfigError, StoreError
 from .persist import atomic_write
 
 _MAGIC = b"ZHDEDUP-BLOOM\n"
@@ -27,9 +27,9 @@ _FORMAT = 1
 class ExactFilter:
     def __init__(self, *, error_rate: float = 0.001, initial_capacity: int = 100_000) -> None:
         if not 0 < error_rate < 1:
-            raise ValueError("bloom error_rate must be between 0 and 1")
+            raise ConfigError("bloom error_rate must be between 0 and 1")
         if initial_capacity < 1:
-            raise ValueError("bloom initial_capacity must be positive")
+            raise ConfigError("bloom initial_capacity must be positive")
         self.error_rate = error_rate
         self.initial_capacity = initial_capacity
         self._bloom = ScalableBloomFilter(

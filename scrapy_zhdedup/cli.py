@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
@@ -11,51 +12,25 @@ from collections import Counter
 from pathlib import Path
 from typing import IO
 
-from .config import DedupConfig
+from tqdm import tqdm
+
+from .config import DedupConfig, add_options, from_args
 from .engine import Deduper
 from .errors import EmptyTextError, ZhDedupError
 from .jsonl import BadRecordError, open_input, read_records
 
 
-def add_dedup_options(parser: argparse.ArgumentParser) -> None:
-    """Engine options shared by every command that fingerprints text."""
-    d = DedupConfig()
-    g = parser.add_argument_group("deduplication")
-    g.add_argument("--threshold", type=int, default=d.threshold, help="max Hamming distance of a near repeat (default %(default)s)")
-    g.add_argument("--bands", type=int, default=d.bands, help="blocks per fingerprint; 0 = threshold+2")
-    g.add_argument("--features", choices=("auto", "words", "chars"), default=d.features)
-    g.add_argument("--short-text-chars", type=int, default=d.short_text_chars)
-    g.add_argument("--shingle-size", type=int, default=d.shingle_size)
-    g.add_argument("--no-t2s", dest="t2s", action="store_false", help="keep traditional characters as they are")
-    g.add_argument("--extractor", choices=("lxml", "trafilatura"), default=d.extractor)
-    g.add_argument("--no-passages", dest="passages", action="store_false",
-                   help="find near repeats through the SimHash bands only")
-    g.add_argument("--passage-chars", type=int, default=d.passage_chars)
-    g.add_argument("--passage-share", type=float, default=d.passage_share)
-    g.add_argument("--passage-threshold", type=int, default=d.passage_threshold)
-
-
-def dedup_config(args: argparse.Namespace) -> DedupConfig:
-    return DedupConfig(threshold=args.threshold, bands=args.bands, features=args.features,
-                       short_text_chars=args.short_text_chars, shingle_size=args.shingle_size,
-                       traditional_to_simplified=args.t2s, extractor=args.extractor, passages=args.passages,
-                       passage_chars=args.passage_chars, passage_share=args.passage_share,
-                       passage_threshold=args.passage_threshold)
-
-
-def progress(total: int, unit: str, desc: str):  # type: ignore[no-untyped-def]
+def progress(total: int | None, unit: str, desc: str) -> tqdm:
     """A progress bar on a terminal, silence in logs and CI."""
-    from tqdm import tqdm
-
     return tqdm(total=total, unit=unit, unit_scale=True, desc=desc, disable=not sys.stderr.isatty(), file=sys.stderr)
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    deduper = Deduper.open(dedup_config(args), args.store)
+    deduper = Deduper.open(from_args(DedupConfig, args), args.store)
     counts: Counter[str] = Counter()
     errors: list[BadRecordError] = []
     started = time.perf_counter()
-    out: IO[str] = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")
+    out: IO[str] = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")  # noqa: SIM115  # closed below, stdout is not
     try:
         with open_input(args.input) as fh, progress(args.input.stat().st_size, "B", "scan") as bar:
             last = 0
@@ -78,6 +53,9 @@ def cmd_scan(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
         deduper.save()
+    if deduper.store.bloom_false_positives:
+        logging.info("zhdedup scan: the Bloom filter said 'seen' for %d new texts (false positives)",
+                     deduper.store.bloom_false_positives)
     elapsed = time.perf_counter() - started
     judged = sum(counts.values())
     print(
@@ -91,7 +69,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zhdedup", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress, and the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     scan = sub.add_parser("scan", help="judge each JSONL document against all before it")
@@ -99,13 +77,31 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("-o", "--output", help="JSONL verdicts, one per judged input line (default stdout)")
     scan.add_argument("--store", type=Path, help="directory to load/save what was seen, across runs")
     scan.add_argument("--strict", action="store_true", help="stop at the first bad line instead of skipping it")
-    add_dedup_options(scan)
+    add_options(scan, DedupConfig, "deduplication")
     scan.set_defaults(func=cmd_scan)
 
-    from es_plugin.cli import register
-
-    register(sub)
+    _mount_es(sub)
     return parser
+
+
+def _mount_es(sub: argparse._SubParsersAction) -> None:
+    """``zhdedup es …`` lives in es_plugin, which depends on this package, so it is found by name."""
+    try:
+        es_cli = importlib.import_module("es_plugin.cli")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("elasticsearch", "elastic_transport"):
+            raise
+        missing = exc.name
+        es = sub.add_parser("es", help="Elasticsearch commands (needs the [es] extra)")
+        es.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+        def unavailable(args: argparse.Namespace) -> int:
+            raise ZhDedupError(f"zhdedup es needs the Elasticsearch client ({missing} is not installed): "
+                               f"pip install 'scrapy-zhdedup[es]'")
+
+        es.set_defaults(func=unavailable)
+        return
+    es_cli.register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args) or 0)
-    except (ZhDedupError, ValueError, OSError) as exc:
+    except (ZhDedupError, OSError) as exc:  # anything else is a bug: its traceback is shown
+        if args.verbose:
+            logging.exception("zhdedup: error")
         print(f"zhdedup: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

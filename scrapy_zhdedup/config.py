@@ -1,41 +1,59 @@
 """Settings, all spelt ``ZHDEDUP_<FIELD>`` in Scrapy settings, one dataclass per concern.
 
-Each dataclass field maps to the setting named after it, so the defaults below are the single
-source of truth for the pipeline, the CLI and ``es_plugin``.
+Each dataclass field maps to the setting named after it and, through its metadata (help text,
+flag), to a command-line option, so the fields below are the single source of truth for the
+pipeline, the ``zhdedup`` CLI and ``es_plugin``.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, TypeVar, get_type_hints
+import os
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from .bands import BandLayout
+from .errors import ConfigError
+from .features import FeatureMode
+from .text import Extractor
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 PREFIX = "ZHDEDUP_"
-T = TypeVar("T")
+T = TypeVar("T", bound="DataclassInstance")
+
+
+def option(default: Any, help: str, *, flag: str = "", secret: bool = False, group: str = "") -> Any:
+    """A config field with what its command-line option needs: help text, a flag where it is not
+    ``--field-name``, ``secret`` (never show the value), ``group`` (which commands offer it).
+    A ``Literal`` type gives the choices."""
+    return dataclasses.field(default=default, metadata={"help": help, "flag": flag, "secret": secret, "group": group})
 
 
 @dataclasses.dataclass(frozen=True)
 class DedupConfig:
     """How texts are cleaned, fingerprinted and compared."""
 
-    threshold: int = 3  # max Hamming distance (64 bits) for a near-duplicate
-    bands: int = 0  # blocks the fingerprint is cut into; 0 = threshold + 2
-    features: str = "auto"  # "auto" | "words" (TF-IDF jieba words) | "chars" (character shingles)
-    short_text_chars: int = 200  # "auto" uses character shingles below this many characters
-    shingle_size: int = 3  # character n-gram size for "chars"
-    traditional_to_simplified: bool = True  # OpenCC t2s before hashing
-    extractor: str = "lxml"  # "lxml" (fast) | "trafilatura" (slower, see README)
-    max_chars: int = 200_000  # longer texts are cut before fingerprinting (huge pages)
-    passages: bool = True  # also find near repeats through shared passages (see passages.py)
-    passage_chars: int = 20  # minimum length of a hashed sentence run
-    passage_share: float = 0.2  # share of a text's passages an earlier text must contain
-    passage_threshold: int = 12  # max Hamming distance for a passage-found candidate
-    bloom_error_rate: float = 0.001
-    bloom_capacity: int = 100_000  # initial capacity; the filter grows past it
+    threshold: int = option(3, "max Hamming distance (of 64 bits) of a near repeat")
+    bands: int = option(0, "blocks each fingerprint is cut into; 0 = threshold + 2")
+    features: FeatureMode = option("auto", "words: TF-IDF jieba words; chars: character shingles; auto: chars "
+                                           "below --short-text-chars")
+    short_text_chars: int = option(200, "'auto' uses character shingles below this many characters")
+    shingle_size: int = option(3, "character n-gram size for 'chars'")
+    traditional_to_simplified: bool = option(True, "keep traditional characters as they are (no OpenCC t2s)",
+                                             flag="--no-t2s")
+    extractor: Extractor = option("lxml", "main-text extraction from HTML (trafilatura: slower, see README)")
+    max_chars: int = option(200_000, "longer texts are cut before fingerprinting (huge pages)")
+    passages: bool = option(True, "find near repeats through the SimHash bands only, not shared passages",
+                            flag="--no-passages")
+    passage_chars: int = option(20, "minimum length of a hashed sentence run")
+    passage_share: float = option(0.2, "share of a text's passages an earlier text must contain")
+    passage_threshold: int = option(12, "max Hamming distance of a candidate found through passages")
+    bloom_error_rate: float = option(0.001, "false-positive rate of the exact-repeat Bloom filter")
+    bloom_capacity: int = option(100_000, "initial Bloom filter capacity; it grows past it")
 
     @property
     def layout(self) -> BandLayout:
@@ -46,7 +64,7 @@ class DedupConfig:
 class PipelineConfig:
     """How the Scrapy pipeline reads items and what it does with duplicates."""
 
-    backend: str = "embedded"  # "embedded" | "elasticsearch"
+    backend: str = "embedded"  # "embedded" | "elasticsearch" | dotted path of a backend class
     mode: str = "drop"  # "drop" (DropItem) | "annotate" (keep, set the fields below)
     id_field: str = "url"
     text_field: str = "text"
@@ -58,37 +76,41 @@ class PipelineConfig:
     store_dir: str = ""  # where the embedded store is saved; default JOBDIR/zhdedup, else memory only
 
     def __post_init__(self) -> None:
-        if self.backend not in ("embedded", "elasticsearch"):
-            raise ValueError(f"ZHDEDUP_BACKEND must be 'embedded' or 'elasticsearch', not {self.backend!r}")
         if self.mode not in ("drop", "annotate"):
-            raise ValueError(f"ZHDEDUP_MODE must be 'drop' or 'annotate', not {self.mode!r}")
+            raise ConfigError(f"ZHDEDUP_MODE must be 'drop' or 'annotate', not {self.mode!r}")
         unknown = set(self.fields) - {"status", "dup_of", "distance", "cluster"}
         if unknown:
-            raise ValueError(f"ZHDEDUP_FIELDS has unknown keys {sorted(unknown)}")
+            raise ConfigError(f"ZHDEDUP_FIELDS has unknown keys {sorted(unknown)}")
+
+
+CONNECTION, WRITING = "connection", "writing"
 
 
 @dataclasses.dataclass(frozen=True)
 class EsConfig:
     """Elasticsearch connection and write behaviour."""
 
-    es_url: str = "http://127.0.0.1:9200"
-    es_index: str = "zhdedup-docs"
-    es_user: str = ""
-    es_password: str = ""
-    es_api_key: str = ""
-    es_ca_certs: str = ""
-    es_timeout: float = 10.0  # seconds per request
-    es_bulk_size: int = 500  # documents per bulk request
-    es_flush_interval: float = 5.0  # seconds between flushes of a partial bulk
-    es_max_retries: int = 5  # retries with exponential backoff before dead-lettering
-    es_dead_letter: str = ""  # JSONL of documents Elasticsearch rejected for good; default ./zhdedup-dead-letter.jsonl
+    es_url: str = option("http://127.0.0.1:9200", "node URL", group=CONNECTION)
+    es_index: str = option("zhdedup-docs", "index name", group=CONNECTION)
+    es_user: str = option("", "user for basic authentication", group=CONNECTION)
+    es_password: str = option("", "password (safer in the environment than on the command line)", secret=True,
+                              group=CONNECTION)
+    es_api_key: str = option("", "API key, instead of user and password", secret=True, group=CONNECTION)
+    es_ca_certs: str = option("", "CA certificates for https", group=CONNECTION)
+    es_timeout: float = option(10.0, "seconds per request", group=CONNECTION)
+    es_bulk_size: int = option(500, "documents per bulk request", group=WRITING)
+    es_flush_interval: float = option(5.0, "seconds before a partly filled bulk is written", group=WRITING)
+    es_max_retries: int = option(5, "retries, with exponential backoff, before a document is dead-lettered",
+                                 group=WRITING)
+    es_dead_letter: str = option("", "JSONL file for documents Elasticsearch rejects for good "
+                                     "(default ./zhdedup-dead-letter.jsonl)", group=WRITING)
 
 
 def from_settings(cls: type[T], settings: Mapping[str, Any] | Any) -> T:
     """Build ``cls`` from ``ZHDEDUP_*`` settings (a Scrapy ``Settings`` or a plain mapping)."""
     hints = get_type_hints(cls)
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         name = PREFIX + f.name.upper()
         raw = settings.get(name)
         if raw is None:
@@ -97,7 +119,7 @@ def from_settings(cls: type[T], settings: Mapping[str, Any] | Any) -> T:
     try:
         return cls(**values)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"invalid ZHDEDUP_ settings: {exc}") from exc
+        raise ConfigError(f"invalid ZHDEDUP_ settings: {exc}") from exc
 
 
 def _convert(name: str, raw: Any, hint: Any) -> Any:
@@ -110,14 +132,51 @@ def _convert(name: str, raw: Any, hint: Any) -> Any:
                     return False
                 raise ValueError(raw)
             return bool(raw)
-        if hint is int:
-            return int(raw)
-        if hint is float:
-            return float(raw)
-        if hint is str:
-            return str(raw) if not isinstance(raw, Path) else str(raw)
-        if isinstance(raw, str):  # Mapping given on the command line as JSON
+        if hint in (int, float, str):
+            return hint(raw)
+        if get_origin(hint) is Literal:
+            if raw not in get_args(hint):
+                raise ValueError(raw)
+            return raw
+        if isinstance(raw, str):  # a Mapping given as JSON (environment, command line)
             return json.loads(raw)
         return dict(raw)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name}={raw!r} is not a valid {getattr(hint, '__name__', hint)}") from exc
+        raise ConfigError(f"{name}={raw!r} is not a valid {getattr(hint, '__name__', hint)}") from exc
+
+
+def add_options(parser: argparse.ArgumentParser, cls: type[Any], title: str, *, groups: Collection[str] = ("",),
+                skip: Collection[str] = (), environment: bool = False) -> None:
+    """One option per field of ``cls`` in ``groups`` (metadata ``group``), named ``--field-name`` (without
+    an ``es_`` prefix) unless the field gives its flag; bool fields that default to True become
+    ``--no-…`` switches.  With ``environment`` an option's default is ``$ZHDEDUP_<FIELD>`` when set."""
+    hints = get_type_hints(cls)
+    g = parser.add_argument_group(title)
+    for f in dataclasses.fields(cls):
+        meta = f.metadata
+        if meta.get("group", "") not in groups or f.name in skip:
+            continue
+        env = PREFIX + f.name.upper()
+        default = _convert(env, os.environ[env], hints[f.name]) if environment and env in os.environ else f.default
+        flag = meta["flag"] or "--" + f.name.removeprefix("es_").replace("_", "-")
+        if hints[f.name] is bool:
+            g.add_argument(flag, dest=f.name, action="store_false" if f.default else "store_true",
+                           default=default, help=meta["help"])
+            continue
+        where = f"; ${env}" if environment else ""
+        shown = " (default %(default)s)" if f.default != "" and not meta["secret"] else ""
+        choices = get_args(hints[f.name]) if get_origin(hints[f.name]) is Literal else None
+        g.add_argument(flag, dest=f.name, type=str if choices else hints[f.name], default=default, choices=choices,
+                       metavar=None if choices else flag[2:].upper().replace("-", "_"),
+                       help=f"{meta['help']}{where}{shown}")
+
+
+def from_args(cls: type[T], args: argparse.Namespace, **values: Any) -> T:
+    """``cls`` from the options :func:`add_options` made (fields without an option keep their default)."""
+    for f in dataclasses.fields(cls):
+        if f.name not in values and hasattr(args, f.name):
+            values[f.name] = getattr(args, f.name)
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid options: {exc}") from exc

@@ -1,4 +1,6 @@
-"""The decision for one document: unique, an exact repeat, or a near repeat of an earlier one.
+"""The pure step (:class:`Fingerprinter`: text → :class:`~scrapy_zhdedup.judge.Prepared`) and the
+embedded judge (:class:`Deduper`: that step, :func:`~scrapy_zhdedup.judge.judge` and an
+:class:`~scrapy_zhdedup.store.EmbeddedStore`).
 
 Order matters for speed: the content hash needs only the cleaned text, so exact repeats are
 answered before the costly part (segmentation and fingerprint) is ever run.
@@ -6,63 +8,39 @@ answered before the costly part (segmentation and fingerprint) is ever run.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
 
 from .config import DedupConfig
+from .errors import InvalidDocumentError
 from .features import Featurizer
 from .fingerprint import SimHasher
+from .judge import Prepared, Verdict, judge
 from .passages import passage_keys
-from .store import EmbeddedStore, Match
+from .store import EmbeddedStore
 from .text import TextCleaner, content_hash
-
-Status = Literal["unique", "exact", "near"]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    doc_id: str
-    status: Status
-    dup_of: str | None
-    distance: int | None
-    cluster: str
-    content_hash: str
-    fingerprint: int | None  # None for exact repeats: never computed
-
-    @property
-    def is_duplicate(self) -> bool:
-        return self.status != "unique"
-
-    def record(self) -> dict[str, Any]:
-        """The ``zhdedup scan`` output line."""
-        return {"id": self.doc_id, "status": self.status, "dup_of": self.dup_of, "distance": self.distance}
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def verdict_for(doc_id: str, content_hash: str, fingerprint: int | None, match: Match | None,
-                exact: bool = False) -> Verdict:
-    """The one place a match becomes a verdict (shared by the embedded and Elasticsearch paths)."""
-    if match is None:
-        return Verdict(doc_id, "unique", None, None, doc_id, content_hash, fingerprint)
-    return Verdict(doc_id, "exact" if exact else "near", match.doc_id, match.distance, match.cluster,
-                   content_hash, fingerprint)
 
 
 class Fingerprinter:
     """Clean text → weighted features → 64-bit SimHash (pure: safe to call from worker threads)."""
 
     def __init__(self, config: DedupConfig) -> None:
-        self.cleaner = TextCleaner(extractor=config.extractor,  # type: ignore[arg-type]
+        self.cleaner = TextCleaner(extractor=config.extractor,
                                    traditional_to_simplified=config.traditional_to_simplified,
                                    max_chars=config.max_chars)
-        self.featurizer = Featurizer(config.features, short_text_chars=config.short_text_chars,  # type: ignore[arg-type]
+        self.featurizer = Featurizer(config.features, short_text_chars=config.short_text_chars,
                                      shingle_size=config.shingle_size)
         self.hasher = SimHasher()
         self.use_passages = config.passages
         self.passage_chars = config.passage_chars
+
+    def prepare(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
+                encoding: str | None = None) -> Prepared:
+        """Clean and hash one document; its features are computed when first needed.
+
+        Raises EmptyTextError when nothing is left to judge.
+        """
+        clean = self.clean(text=text, html=html, encoding=encoding)
+        return Prepared(doc_id, clean, content_hash(clean), self)
 
     def clean(self, *, text: str | None = None, html: str | bytes | None = None,
               encoding: str | None = None) -> str:
@@ -95,18 +73,9 @@ class Deduper:
     def check(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
               encoding: str | None = None) -> Verdict:
         """Judge and remember one document. Raises EmptyTextError when nothing is left to judge."""
-        if "\x00" in doc_id:
-            raise ValueError("document ids may not contain NUL characters")
-        clean = self.fingerprinter.clean(text=text, html=html, encoding=encoding)
-        digest = content_hash(clean)
-        exact = self.store.find_exact(digest)
-        if exact is not None:
-            return verdict_for(doc_id, digest, None, exact, exact=True)
-        fp = self.fingerprinter.fingerprint(clean)
-        passages = self.fingerprinter.passages(clean)
-        near = self.store.find_near(fp, passages)
-        self.store.add(doc_id, digest, fp, passages, near)
-        return verdict_for(doc_id, digest, fp, near)
+        if "\x00" in doc_id:  # the embedded store saves ids NUL-separated
+            raise InvalidDocumentError("document ids may not contain NUL characters")
+        return judge(self.fingerprinter.prepare(doc_id, text=text, html=html, encoding=encoding), self.store)
 
     def save(self) -> None:
         self.store.save()

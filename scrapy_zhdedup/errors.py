@@ -5,7 +5,15 @@ class ZhDedupError(Exception):
     """Base class for every error scrapy-zhdedup raises on purpose."""
 
 
-class EmptyTextError(ZhDedupError, ValueError):
+class InvalidDocumentError(ZhDedupError, ValueError):
+    """A document that cannot be judged or stored as given (e.g. a NUL in its id)."""
+
+
+class ConfigError(ZhDedupError, ValueError):
+    """A setting or option has a value scrapy-zhdedup cannot use."""
+
+
+class EmptyTextError(InvalidDocumentError):
     """The document has no text left to judge after cleaning (empty, markup only, no CJK or words)."""
 
 

@@ -18,6 +18,8 @@ from collections import Counter
 from functools import cache
 from typing import Literal
 
+from .errors import ConfigError
+
 FeatureMode = Literal["auto", "words", "chars"]
 
 _KEEP_CHARS = re.compile(r"[^\w\u3400-\u9fff]+")
@@ -34,10 +36,7 @@ _CACHE_LIMIT = 1_000_000
 # High-frequency function words; jieba's IDF table already down-weights them, dropping them
 # outright keeps them from voting at all.
 STOPWORDS = frozenset(
-    """的 了 是 在 和 与 及 或 也 都 而 又 就 但 并 对 把 被 让 给 从 向 到 为 以 于 之 其 此 这 那
-    这个 那个 这些 那些 一个 我们 你们 他们 她们 它们 我 你 他 她 它 自己 什么 怎么 如何 因为 所以
-    如果 虽然 但是 而且 并且 或者 还是 已经 正在 可以 能够 没有 不是 就是 还有 以及 通过 进行 表示
-    认为 相关 其中 其他 目前 今年 今天 日前 记者 报道 编辑 来源 本报 讯""".split()
+    ["的", "了", "是", "在", "和", "与", "及", "或", "也", "都", "而", "又", "就", "但", "并", "对", "把", "被", "让", "给", "从", "向", "到", "为", "以", "于", "之", "其", "此", "这", "那", "这个", "那个", "这些", "那些", "一个", "我们", "你们", "他们", "她们", "它们", "我", "你", "他", "她", "它", "自己", "什么", "怎么", "如何", "因为", "所以", "如果", "虽然", "但是", "而且", "并且", "或者", "还是", "已经", "正在", "可以", "能够", "没有", "不是", "就是", "还有", "以及", "通过", "进行", "表示", "认为", "相关", "其中", "其他", "目前", "今年", "今天", "日前", "记者", "报道", "编辑", "来源", "本报", "讯"]
 )
 
 
@@ -61,9 +60,9 @@ def _idf() -> tuple[dict[str, float], float]:
 class Featurizer:
     def __init__(self, mode: FeatureMode = "auto", *, short_text_chars: int = 200, shingle_size: int = 3) -> None:
         if mode not in ("auto", "words", "chars"):
-            raise ValueError(f"unknown feature mode {mode!r}: use 'auto', 'words' or 'chars'")
+            raise ConfigError(f"unknown feature mode {mode!r}: use 'auto', 'words' or 'chars'")
         if shingle_size < 1:
-            raise ValueError("shingle_size must be >= 1")
+            raise ConfigError("shingle_size must be >= 1")
         self.mode = mode
         self.short_text_chars = short_text_chars
         self.shingle_size = shingle_size

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
+from typing import cast
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class SimHasher:
         """(n, 64) matrix of feature-hash bits, column 0 = bit 63."""
         digests = list(map(self._cache.get, names))
         try:
-            raw = b"".join(digests)  # type: ignore[arg-type]
+            raw = b"".join(cast("list[bytes]", digests))  # a None makes join raise: handled below
         except TypeError:  # some features not cached yet
             raw = b"".join(d if d is not None else self._digest(f) for f, d in zip(names, digests))
         return np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, 8), axis=1)

@@ -34,20 +34,27 @@ class Record:
     data: dict[str, Any]
 
 
+def usable_id(value: Any) -> str | None:
+    """A document id as text: a non-empty string or a number, never an object, list or boolean."""
+    if value is None or isinstance(value, (dict, list, bool)) or str(value) == "":
+        return None
+    return str(value)
+
+
 def parse_line(raw: str, path: str, line: int) -> Record:
     try:
         data = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise BadRecordError(path, line, f"not JSON ({exc.msg})") from None
     if not isinstance(data, dict):
         raise BadRecordError(path, line, "not a JSON object")
-    doc_id = data.get("id")
-    if doc_id is None or isinstance(doc_id, (dict, list, bool)) or str(doc_id) == "":
+    doc_id = usable_id(data.get("id"))
+    if doc_id is None:
         raise BadRecordError(path, line, "no usable \"id\" (string or number)")
     text, html = data.get("text"), data.get("html")
     if not isinstance(text, str) and not isinstance(html, str):
         raise BadRecordError(path, line, "no \"text\" or \"html\" string")
-    return Record(path, line, str(doc_id), text if isinstance(text, str) else None,
+    return Record(path, line, doc_id, text if isinstance(text, str) else None,
                   html if isinstance(html, str) else None, data)
 
 

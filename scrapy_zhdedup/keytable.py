@@ -50,9 +50,9 @@ class KeyTable:
             if limit is None or hi[i] - lo[i] + len(pending.get(keys[i], ())) <= limit:
                 found.extend(self._rows[lo[i] : hi[i]].tolist())
         if pending:
-            for i, key in enumerate(keys):
+            for j, key in enumerate(keys):
                 rows = pending.get(key)
-                if rows and (limit is None or len(rows) + hi[i] - lo[i] <= limit):
+                if rows and (limit is None or len(rows) + hi[j] - lo[j] <= limit):
                     found.extend(rows)
         return found
 

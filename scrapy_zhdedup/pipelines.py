@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 from itemadapter import ItemAdapter
@@ -11,10 +10,10 @@ from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
-from .backends import Backend, EmbeddedBackend
-from .config import DedupConfig, EsConfig, PipelineConfig, from_settings
-from .engine import Verdict
+from .backends import Backend, load_backend
+from .config import DedupConfig, PipelineConfig, from_settings
 from .errors import EmptyTextError
+from .judge import Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -35,27 +34,7 @@ class ZhDedupPipeline:
         if not settings.getbool("ZHDEDUP_ENABLED", True):
             raise NotConfigured("ZHDEDUP_ENABLED is off")
         config = from_settings(PipelineConfig, settings)
-        dedup = from_settings(DedupConfig, settings)
-        backend: Backend
-        if config.backend == "elasticsearch":
-            from .es_backend import ElasticsearchBackend
-
-            backend = ElasticsearchBackend(
-                dedup, from_settings(EsConfig, settings), stats=crawler.stats,
-                index_duplicates=config.mode == "annotate",
-            )
-        else:
-            backend = EmbeddedBackend(dedup, cls._store_dir(config, settings.get("JOBDIR")))
-        return cls(crawler, config, dedup, backend)
-
-    @staticmethod
-    def _store_dir(config: PipelineConfig, jobdir: str | None) -> Path | None:
-        if config.store_dir:
-            return Path(config.store_dir)
-        if jobdir:
-            return Path(jobdir) / "zhdedup"
-        logger.info("zhdedup: no JOBDIR or ZHDEDUP_STORE_DIR set; what this crawl sees is not kept")
-        return None
+        return cls(crawler, config, from_settings(DedupConfig, settings), load_backend(crawler, config.backend))
 
     async def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)

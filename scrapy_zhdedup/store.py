@@ -13,9 +13,9 @@ import json
 import zipfile
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -23,9 +23,12 @@ from .bandindex import BandIndex, Hit
 from .bands import BandLayout
 from .bloom import ExactFilter
 from .errors import StoreError
+from .judge import Match, NearRule, closest
 from .keytable import KeyTable
-from .passages import distance_limit
 from .persist import atomic_write
+
+if TYPE_CHECKING:
+    from .judge import Prepared, Verdict
 
 INDEX_FILE = "index.npz"
 BLOOM_FILE = "bloom.bin"
@@ -34,40 +37,32 @@ _ARRAYS = ("meta", "fingerprints", "hash_keys", "roots", "ids", "passage_keys", 
 MAX_PASSAGE_POSTINGS = 64  # a passage in more documents than this is boilerplate, not evidence
 
 
-def nearest_with_passages(near: BandIndex, passage_table: KeyTable, fingerprint: int, passages: list[int],
-                          share: float, threshold: int) -> Hit | None:
-    """The embedded rule (also used for Elasticsearch's not-yet-searchable buffer): the closest row
-    within k through the band keys, or within :func:`distance_limit` through shared passages."""
-    hit = near.nearest(fingerprint)
-    if not passages:
-        return hit
-    votes = Counter(passage_table.get_many(passages, limit=MAX_PASSAGE_POSTINGS))
-    by_limit: dict[int, list[int]] = {}
-    for row, shared in votes.items():
-        by_limit.setdefault(distance_limit(shared, len(passages), share, threshold), []).append(row)
-    for limit, rows in by_limit.items():
-        other = near.closest(rows, fingerprint, limit) if limit >= 0 else None
-        if other is not None and (hit is None or (other.distance, other.row) < (hit.distance, hit.row)):
-            hit = other
-    return hit
-
-
-@dataclass(frozen=True)
-class Match:
-    """An earlier document that the one being judged repeats."""
-
-    doc_id: str
-    cluster: str
-    distance: int
-    row: int = field(default=-1, compare=False)
+def nearest_with_passages(near: BandIndex, passage_table: KeyTable, fingerprint: int, passages: Sequence[int],
+                          rule: NearRule) -> Hit | None:
+    """Candidates through the band keys and through shared passages, judged by ``rule`` (also used for
+    Elasticsearch's not-yet-searchable buffer and by reconcile)."""
+    band_rows = near.candidates(fingerprint)
+    votes = Counter(passage_table.get_many(list(passages), limit=MAX_PASSAGE_POSTINGS)) if passages else Counter()
+    if not band_rows and not votes:
+        return None
+    rows, distances = near.distances([*band_rows, *votes], fingerprint)
+    in_bands = set(band_rows)
+    accepted = []
+    for row, distance in zip(rows.tolist(), distances.tolist()):
+        if distance <= rule.widest and distance <= rule.limit(row in in_bands, votes[row], len(passages)):
+            accepted.append((distance, row, Hit(row, distance)))
+    return closest(accepted)
 
 
 class EmbeddedStore:
+    """The :class:`~scrapy_zhdedup.judge.Store` in this process: compact numpy tables, saved to a directory."""
+
     def __init__(self, layout: BandLayout, bloom: ExactFilter | None = None, directory: Path | None = None,
                  *, passage_share: float = 0.2, passage_threshold: int = 12) -> None:
         self.layout = layout
         self.passage_share = passage_share
         self.passage_threshold = passage_threshold
+        self.rule = NearRule(layout.k, passage_share, passage_threshold)
         self.bloom = bloom if bloom is not None else ExactFilter()
         self.directory = directory
         self.bloom_false_positives = 0
@@ -93,16 +88,24 @@ class EmbeddedStore:
             return None
         return self._match(min(rows), 0)
 
-    def find_near(self, fingerprint: int, passages: list[int] = ()) -> Match | None:  # type: ignore[assignment]
+    def find_near(self, fingerprint: int, passages: Sequence[int] = ()) -> Match | None:
         """Closest earlier text: within k through the bands, or through shared passages."""
-        hit = nearest_with_passages(self._near, self._passages, fingerprint, passages,
-                                    self.passage_share, self.passage_threshold)
+        hit = nearest_with_passages(self._near, self._passages, fingerprint, passages, self.rule)
         return None if hit is None else self._match(hit.row, hit.distance)
 
-    def _match(self, row: int, distance: int) -> Match:
-        return Match(self._ids[row], self._ids[self._roots[row]], distance, row)
+    def cluster(self, row: int) -> str:
+        """Cluster id of a row: the id of its cluster's first document."""
+        return self._ids[self._roots[row]]
 
-    def add(self, doc_id: str, content_hash: str, fingerprint: int, passages: list[int] = (),  # type: ignore[assignment]
+    def _match(self, row: int, distance: int) -> Match:
+        return Match(self._ids[row], self.cluster(row), distance, row)
+
+    def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
+        """Exact repeats add nothing: their first copy answers for them."""
+        if verdict.status != "exact":
+            self.add(prepared.doc_id, prepared.digest, prepared.fingerprint, prepared.passages, match)
+
+    def add(self, doc_id: str, content_hash: str, fingerprint: int, passages: Sequence[int] = (),
             repeats: Match | None = None) -> None:
         """Remember a document; ``repeats`` puts it in the cluster of the document it repeats."""
         row = self._near.add(fingerprint)
@@ -159,7 +162,7 @@ class EmbeddedStore:
              passage_threshold: int = 12) -> EmbeddedStore:
         """Load the store saved in ``directory`` if there is one, else start empty."""
         fresh_bloom = ExactFilter(error_rate=error_rate, initial_capacity=initial_capacity)
-        options = {"passage_share": passage_share, "passage_threshold": passage_threshold}
+        options: dict[str, Any] = {"passage_share": passage_share, "passage_threshold": passage_threshold}
         if directory is None:
             return cls(layout, fresh_bloom, **options)
         directory = Path(directory)

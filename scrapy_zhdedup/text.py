@@ -11,14 +11,14 @@ import hashlib
 import re
 import unicodedata
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 import charset_normalizer
 import lxml.html
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
-from .errors import EmptyTextError
+from .errors import ConfigError, EmptyTextError
 
 Extractor = Literal["lxml", "trafilatura"]
 
@@ -79,13 +79,13 @@ class TextCleaner:
         max_chars: int = 200_000,
     ) -> None:
         if extractor not in ("lxml", "trafilatura"):
-            raise ValueError(f"unknown extractor {extractor!r}: use 'lxml' or 'trafilatura'")
+            raise ConfigError(f"unknown extractor {extractor!r}: use 'lxml' or 'trafilatura'")
         self.extractor = extractor
         self.traditional_to_simplified = traditional_to_simplified
         self.max_chars = max_chars
 
     @cached_property
-    def _opencc(self):  # type: ignore[no-untyped-def]
+    def _opencc(self) -> Any:  # opencc ships no types
         import opencc
 
         return opencc.OpenCC("t2s")

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import pytest
 from elasticsearch import Elasticsearch
-
 from es_node import EsNodeError, acquire, release
 
 # --- Elasticsearch ---------------------------------------------------------------------------------

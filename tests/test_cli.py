@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zhtexts
+from zhtexts import news_page
 
 from scrapy_zhdedup import Deduper
 from scrapy_zhdedup.cli import main
-
-import zhtexts
-from zhtexts import news_page
 
 ZHDEDUP = Path(sys.executable).with_name("zhdedup")
 ARTICLES = zhtexts.articles(12)
@@ -217,7 +216,7 @@ def test_bom_and_undecodable_bytes_in_the_input(tmp_path: Path, capsys: pytest.C
     source = tmp_path / "in.jsonl"
     good = json.dumps({"id": "a", "text": ARTICLES[0].text}, ensure_ascii=False).encode("utf-8")
     broken = json.dumps({"id": "b", "text": ARTICLES[1].text}, ensure_ascii=False).encode("utf-8").replace(
-        "。".encode("utf-8"), b"\xff", 1)
+        "。".encode(), b"\xff", 1)
     source.write_bytes(b"\xef\xbb\xbf" + good + b"\n" + broken + b"\n")
     assert main(["scan", str(source)]) == 0
     assert [o["status"] for o in _read(capsys.readouterr().out)] == ["unique", "unique"]
@@ -233,7 +232,7 @@ def test_console_script(tmp_path: Path) -> None:
     source = _write(tmp_path / "in.jsonl", records + bad)
     proc = subprocess.run([str(ZHDEDUP), "scan", str(source)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    good = records + [{"id": "first", "text": ARTICLES[0].text}, {"id": "last", "text": ARTICLES[1].text}]
+    good = [*records, {"id": "first", "text": ARTICLES[0].text}, {"id": "last", "text": ARTICLES[1].text}]
     assert _read(proc.stdout) == _oracle(good)
     for number, _, reason in BAD:
         assert f"{source}:{len(records) + number}: {reason}" in proc.stderr

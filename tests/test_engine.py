@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+import zhtexts
+from zhtexts import BOILERPLATE_FOOT, BOILERPLATE_HEAD, news_page
 
 from scrapy_zhdedup import DedupConfig, Deduper, EmptyTextError, Verdict
 from scrapy_zhdedup.fingerprint import hamming
-
-import zhtexts
-from zhtexts import BOILERPLATE_FOOT, BOILERPLATE_HEAD, news_page
 
 ARTICLES = zhtexts.articles(120)
 SHORT = zhtexts.articles(40, min_chars=40, max_chars=150)

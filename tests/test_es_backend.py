@@ -16,10 +16,11 @@ from elasticsearch import Elasticsearch
 
 from benchmarks.corpus import normalize
 from benchmarks.reposts import add_header_footer, edit_chars
+from es_plugin.backend import ElasticsearchBackend
+from es_plugin.lookups import repeat_id
 from es_plugin.template import template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Deduper
-from scrapy_zhdedup.es_backend import ElasticsearchBackend, repeat_id
 from scrapy_zhdedup.text import TextCleaner, content_hash
 
 pytestmark = pytest.mark.es

@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from zhtexts import articles, edit_chars, traditional, with_attribution
 
-from es_plugin.batch import _Reader, dedup_index
+from es_plugin.batch import READ_SORT, dedup_index
+from es_plugin.scroll import PointInTime
 from es_plugin.template import EsIndexError
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.engine import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError
-from zhtexts import articles, edit_chars, traditional, with_attribution
 
 pytestmark = pytest.mark.es
 
@@ -30,7 +31,7 @@ def corpus(n: int = 30) -> list[tuple[str, dict[str, Any]]]:
         docs.append((f"a{i}", {"title": a.title, "text": a.text}))
         kinds = rng.sample(["attr", "edit", "trad", "copy"], k=rng.randint(0, 2))
         for kind in kinds:
-            text = {"attr": lambda t: with_attribution(t), "edit": lambda t: edit_chars(t, 2, i),
+            text = {"attr": lambda t: with_attribution(t), "edit": lambda t, i=i: edit_chars(t, 2, i),
                     "trad": traditional, "copy": lambda t: " " + t.replace("。", "。\n")}[kind](a.text)
             docs.append((f"{kind}{i}", {"title": a.title, "text": text}))
     rng.shuffle(docs)  # reposts may come before their original, as in a real corpus
@@ -136,10 +137,11 @@ def test_dry_run_writes_nothing(es_client: Elasticsearch, es_index: str,
 def test_point_in_time_expiry_keeps_the_order(es_client: Elasticsearch, es_index: str,
                                               docs: list[tuple[str, dict[str, Any]]]) -> None:
     load(es_client, es_index, docs, shards=2)
-    reader = _Reader(es_client, es_index, 7)
-    expected = [h["_id"] for page in reader.pages({"match_all": {}}, False) for h in page]
+    reader = PointInTime(es_client, es_index, refresh=True)
+    body = {"query": {"match_all": {}}, "sort": READ_SORT, "size": 7, "_source": False}
+    expected = [h["_id"] for page in reader.pages(body, reopen=True) for h in page]
     got = []
-    for page in reader.pages({"match_all": {}}, False):
+    for page in reader.pages(body, reopen=True):
         got += [h["_id"] for h in page]
         if len(got) == 14:
             es_client.close_point_in_time(id=reader.pit)  # as if it had expired

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from elasticsearch import Elasticsearch
+from zhtexts import articles, edit_chars, with_attribution
 
 from es_plugin.template import template_name
 from scrapy_zhdedup.cli import main
-from zhtexts import articles, edit_chars, with_attribution
 
 pytestmark = pytest.mark.es
 

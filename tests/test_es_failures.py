@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from es_proxy import EsProxy
 
+from es_plugin.backend import ElasticsearchBackend
 from es_plugin.client import EsUnavailableError, check_reachable, make_client
 from es_plugin.template import install, template_name
-from es_proxy import EsProxy
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.es_backend import ElasticsearchBackend
 
 pytestmark = pytest.mark.es
 
@@ -197,7 +197,7 @@ def test_non_asyncio_reactor_is_refused() -> None:
         from twisted.internet import epollreactor
         epollreactor.install()
         from scrapy_zhdedup.config import DedupConfig, EsConfig
-        from scrapy_zhdedup.es_backend import ElasticsearchBackend
+        from es_plugin.backend import ElasticsearchBackend
         from scrapy_zhdedup.errors import ZhDedupError
         try:
             ElasticsearchBackend(DedupConfig(), EsConfig())

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from zhtexts import articles, edit_chars, news_page, traditional, traditional_tw, with_attribution
 
-from es_plugin.ingest import Checkpoint, ingest
+from es_plugin.ingest import ingest, open_checkpoint
 from es_plugin.template import EsIndexError, install, template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError
 from scrapy_zhdedup.jsonl import BadRecordError
-from zhtexts import articles, edit_chars, news_page, traditional, traditional_tw, with_attribution
 
 pytestmark = pytest.mark.es
 
@@ -142,8 +142,8 @@ def test_interrupted_ingest_resumes_exactly_once(es_url: str, index: str, tmp_pa
     cfg = es_config(es_url, index, tmp_path)
     with pytest.raises(Interrupt):  # between two bulks: the judged ones are flushed and checkpointed
         ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck", progress=stop_at(13))
-    state = Checkpoint.open(tmp_path / "ck", index, src.resolve(), "jsonl", restart=False)
-    assert state.position == 13 and not state.done
+    state = open_checkpoint(tmp_path / "ck", index, src.resolve(), "jsonl", restart=False)
+    assert state.progress["position"] == 13 and not state.progress["done"]
     assert len(stored(es_client, index)) == 13
     report = ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck", progress=lambda k: seen.append(k))
     assert report["inputs"][0]["resumed_from"] == 13 and report["judged"] == len(recs) - 13
@@ -162,8 +162,8 @@ def test_what_is_stored_is_never_stored_again(es_url: str, index: str, tmp_path:
     cfg = es_config(es_url, index, tmp_path)
     ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck")
     before = stored(es_client, index)
-    state = Checkpoint.open(tmp_path / "ck", index, src.resolve(), "jsonl", restart=False)
-    state.position, state.done = len(recs) - 5, False
+    state = open_checkpoint(tmp_path / "ck", index, src.resolve(), "jsonl", restart=False)
+    state.progress.update(position=len(recs) - 5, done=False)
     state.save()
     report = ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck")
     assert report["already_stored"] == 5 and report["judged"] == 0

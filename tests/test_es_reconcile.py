@@ -11,11 +11,11 @@ from elasticsearch import Elasticsearch
 
 from benchmarks.corpus import normalize
 from benchmarks.reposts import edit_chars
+from es_plugin.backend import ElasticsearchBackend
 from es_plugin.reconcile import reconcile
 from es_plugin.template import template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Deduper
-from scrapy_zhdedup.es_backend import ElasticsearchBackend
 
 pytestmark = pytest.mark.es
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from zhtexts import articles, edit_chars, with_attribution
 
 from es_plugin.batch import dedup_index
 from es_plugin.search import folded_query_body, folded_search, iter_folded, query_clause
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ZhDedupError
-from zhtexts import articles, edit_chars, with_attribution
 
 pytestmark = pytest.mark.es
 
@@ -33,7 +33,7 @@ def index(es_client: Elasticsearch) -> Iterator[str]:
     rng = random.Random(3)
     ops: list[dict[str, Any]] = []
     for i, a in enumerate(articles(40)):
-        copies = [a.text] + [f(a.text) for f in (with_attribution, lambda t: edit_chars(t, 2, i),
+        copies = [a.text] + [f(a.text) for f in (with_attribution, lambda t, i=i: edit_chars(t, 2, i),
                                                  lambda t: t + "\n（完）")[: rng.randint(1, 3) if i < 12 else 0]]
         for j, text in enumerate(copies):
             ops += [{"index": {"_index": name, "_id": f"a{i}-{j}"}}, {"title": a.title, "text": text}]

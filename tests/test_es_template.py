@@ -9,12 +9,20 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from es_plugin.template import (
-    TEMPLATE_VERSION, EsIndexError, dedup_properties, ensure_layout, install, read_meta, status, template_body,
-    template_name, zhdedup_fields,
+    TEMPLATE_VERSION,
+    EsIndexError,
+    dedup_properties,
+    ensure_layout,
+    install,
+    read_meta,
+    status,
+    template_body,
+    template_name,
+    zhdedup_fields,
 )
 from scrapy_zhdedup.bands import BandLayout
-from scrapy_zhdedup.engine import Verdict
 from scrapy_zhdedup.errors import LayoutMismatchError
+from scrapy_zhdedup.judge import Verdict
 
 pytestmark = pytest.mark.es
 

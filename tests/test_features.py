@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
+import zhtexts
 
 from scrapy_zhdedup.features import MAX_WEIGHT, STOPWORDS, Featurizer
 from scrapy_zhdedup.text import TextCleaner
-
-import zhtexts
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[\w\u3400-\u9fff]")

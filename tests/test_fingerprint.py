@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
 import simhash
+import zhtexts
 
 from scrapy_zhdedup.features import Featurizer
 from scrapy_zhdedup.fingerprint import SimHasher, hamming
 from scrapy_zhdedup.text import TextCleaner
-
-import zhtexts
 
 N_DOCS = 520
 SHORT_CHARS = 190  # below DedupConfig.short_text_chars: the length "auto" fingerprints by shingles
@@ -107,6 +107,6 @@ def test_similar_articles_are_close_and_different_ones_far(texts: list[str]) -> 
     fps = [hasher(featurizer(t)) for t in texts[:60]]
     edited = [hasher(featurizer(zhtexts.edit_chars(t, 2, seed=i))) for i, t in enumerate(texts[:60])]
     near = sorted(hamming(a, b) for a, b in zip(fps, edited))
-    far = sorted(hamming(a, b) for a, b in zip(fps, fps[1:]))
+    far = sorted(hamming(a, b) for a, b in itertools.pairwise(fps))
     assert near[len(near) // 2] <= 3
     assert far[len(far) // 2] >= 24

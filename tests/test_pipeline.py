@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from scrapy_zhdedup import Deduper, EmptyTextError
-
 import zhtexts
 from zhtexts import news_page
+
+from scrapy_zhdedup import Deduper, EmptyTextError
 
 TESTS = Path(__file__).resolve().parent
 HEARTBEAT = 0.05  # seconds between reactor heartbeat ticks in the crawl process
@@ -66,7 +65,7 @@ def _pages() -> list[Page]:
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

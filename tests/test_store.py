@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 import numpy as np
 import pytest
+import zhtexts
 from pybloom_live import ScalableBloomFilter
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError
@@ -25,8 +26,6 @@ from scrapy_zhdedup.keytable import KeyTable
 from scrapy_zhdedup.persist import atomic_write
 from scrapy_zhdedup.store import BLOOM_FILE, INDEX_FILE, EmbeddedStore
 from scrapy_zhdedup.text import content_hash
-
-import zhtexts
 
 ARTICLES = zhtexts.articles(40)
 
@@ -161,7 +160,7 @@ def test_limit_skips_keys_shared_by_too_many_rows() -> None:
         if row == 5:
             table.compact()  # key 1 is half compacted, half pending
     assert table.get_many([1, 2], limit=3) == [0, 1, 2]
-    assert sorted(table.get_many([1, 2], limit=10)) == sorted(list(range(10)) + [0, 1, 2])
+    assert sorted(table.get_many([1, 2], limit=10)) == sorted([*range(10), 0, 1, 2])
 
 
 def test_build_equals_adding() -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
+import zhtexts
+from zhtexts import CHROME_MARKERS, news_page
 
 from scrapy_zhdedup import Deduper
 from scrapy_zhdedup.errors import EmptyTextError
 from scrapy_zhdedup.text import TextCleaner, content_hash, decode_html
-
-import zhtexts
-from zhtexts import CHROME_MARKERS, news_page
 
 ARTICLES = zhtexts.articles(40)
 # Pages served in GBK and, converted to Taiwan forms, in Big5.

@@ -34,6 +34,7 @@ from scrapy import signals
 from scrapy.crawler import CrawlerProcess
 from twisted.internet import defer, task
 
+
 class NewsItem(scrapy.Item):
     url = scrapy.Field()
     html = scrapy.Field()

@@ -161,7 +161,7 @@ HEADLINES = (
     "新能源汽车销量同比增长明显", "教育部发布义务教育阶段减负通知", "气象台发布寒潮蓝色预警",
 )
 CHROME_MARKERS = ("广告脚本", "星河新闻网 ·", "金桥财经网 ·", "热门排行", "版权所有", "相关阅读", "扫描二维码",
-                  "当前位置", "分享到", "请启用JavaScript") + HEADLINES
+                  "当前位置", "分享到", "请启用JavaScript", *HEADLINES)
 
 
 def news_page(title: str, text: str, *, site: str = "xinwen", charset: str | None = "utf-8",

@@ -15,9 +15,9 @@ import functools
 import re
 import sys
 import threading
+from collections.abc import Sequence
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Sequence
 
 HOST = "127.0.0.1"
 DEFAULT_DIR = Path(__file__).resolve().parent / "public"

@@ -1,0 +1,351 @@
+"""Elasticsearch as the shared store: ``ZHDEDUP_BACKEND = "elasticsearch"``.
+
+Several crawler processes can judge against one index.  Per item:
+
+1. clean and hash (worker thread); a local Bloom filter of hashes seen here says whether the
+   fingerprint is likely needed at all (if not, the exact lookup goes first; else both at once);
+2. the lookups (lookups.py): a realtime ``GET`` of ``_id = content hash`` and one near search;
+3. :func:`~scrapy_zhdedup.judge.judge` on :class:`~es_plugin.lookups.EsAnswers`: those answers plus
+   the documents this process buffered that searches cannot see yet; the verdict's document goes into
+   the bulk buffer (duplicates only in annotate mode), written by writer.py.
+
+First copies are written with ``op_type=create`` under their hash, so two writers storing the same
+text race on one ``_id`` and the loser gets a 409: that is how exact repeats are caught across
+processes even inside the window where neither has flushed.
+
+Visibility.  A bulk is sent with ``refresh=true``, so once it returns its documents are visible to
+searches that start afterwards (``wait_for`` would cap a writer at one bulk per refresh interval).
+Each judgement notes how many batches were visible when its lookups started and, when deciding,
+also consults every local batch after those.  Batches leave memory only when no judgement in
+flight could still need them, so nothing falls between "in the local buffer" and "visible to search".
+
+Judging and enqueueing is synchronous (``judge`` has no ``await``): the event loop runs it
+atomically, so two concurrent near-duplicates cannot both be judged unique — the guarantee of a
+lock, enforced by the function's type instead of by discipline.
+
+Failures: transient errors are retried by writer.py's one policy.  Documents ES rejects for good go to
+a dead-letter JSONL file with the reason; an item whose lookup cannot be done is written there too and
+its ``judge`` raises :class:`EsUnavailableError`, so nothing is lost quietly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections import Counter, deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+from elastic_transport import SerializationError, TransportError
+from elasticsearch import ApiError, AsyncElasticsearch
+from scrapy.crawler import Crawler
+
+from scrapy_zhdedup.bloom import ExactFilter
+from scrapy_zhdedup.config import DedupConfig, EsConfig, PipelineConfig, from_settings
+from scrapy_zhdedup.engine import Fingerprinter
+from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, ZhDedupError
+from scrapy_zhdedup.judge import Match, NearRule, Prepared, Verdict, judge, verdict_for
+from scrapy_zhdedup.text import decode_html
+
+from .client import EsUnavailableError, acheck_reachable, make_async_client
+from .lookups import EsAnswers, EsLookups, PendingBatch, PendingIndex, query_passages, repeat_id
+from .steps import adrive
+from .template import ainstall, zhdedup_fields
+from .writer import DEFAULT_DEAD_LETTER, Action, BulkWriter, DeadLetters, EsStats, RetryPolicy
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
+MAX_SEALED = 2  # full batches waiting for the writer before judgements wait (backpressure)
+
+__all__ = ["ElasticsearchBackend", "EsUnavailableError"]
+
+
+def _require_asyncio_reactor() -> None:
+    """This backend runs on asyncio; under Scrapy that needs Twisted's asyncio reactor."""
+    if "twisted.internet.reactor" not in sys.modules:
+        return  # no Twisted reactor: plain asyncio (e.g. `zhdedup es ingest`)
+    from twisted.internet import reactor
+    from twisted.internet.asyncioreactor import AsyncioSelectorReactor
+
+    if not isinstance(reactor, AsyncioSelectorReactor):
+        raise ZhDedupError(
+            f"ZHDEDUP_BACKEND = 'elasticsearch' needs Twisted's asyncio reactor, but "
+            f"{type(reactor).__module__}.{type(reactor).__name__} is installed: set "
+            f'TWISTED_REACTOR = "{ASYNCIO_REACTOR}" in the Scrapy settings'
+        )
+
+
+class ElasticsearchBackend:
+    """The :class:`~scrapy_zhdedup.backends.Backend` on a shared Elasticsearch index."""
+
+    def __init__(self, dedup: DedupConfig, es: EsConfig, *, stats: Any = None, index_duplicates: bool = False,
+                 client: AsyncElasticsearch | None = None, backoff_base: float = 0.5,
+                 backoff_cap: float = 30.0) -> None:
+        if es.es_bulk_size < 1:
+            raise ConfigError(f"ZHDEDUP_ES_BULK_SIZE must be positive, got {es.es_bulk_size}")
+        if es.es_flush_interval <= 0:
+            raise ConfigError(f"ZHDEDUP_ES_FLUSH_INTERVAL must be positive, got {es.es_flush_interval}")
+        if es.es_max_retries < 0:
+            raise ConfigError(f"ZHDEDUP_ES_MAX_RETRIES must be >= 0, got {es.es_max_retries}")
+        _require_asyncio_reactor()
+        self.dedup, self.es = dedup, es
+        self.layout = dedup.layout
+        self.index = es.es_index
+        self.index_duplicates = index_duplicates
+        self.stats = EsStats(stats)
+        self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_DEAD_LETTER), self.index, self.stats)
+        policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
+        rule = NearRule(self.layout.k, dedup.passage_share, dedup.passage_threshold)
+        self.lookups = EsLookups(self.index, self.layout, rule, policy, self.stats)
+        self.writer = BulkWriter(self.index, policy, self.stats, refresh=True)
+        self.pending = PendingIndex(self.layout, rule)
+        self._client = client
+        self._own_client = client is None
+        self._fingerprinter = Fingerprinter(dedup)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zhdedup-es")
+        self._bloom = ExactFilter(error_rate=dedup.bloom_error_rate, initial_capacity=dedup.bloom_capacity)
+        self._sealed: deque[PendingBatch] = deque()
+        self._visible_upto = 0  # batches with seq below this are visible to every new lookup
+        self._active: Counter[int] = Counter()  # judgements in flight, by the _visible_upto they started at
+        self._started = False
+        self._closed = False
+        self._start_lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._written = asyncio.Condition()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ElasticsearchBackend:
+        """Built by the pipeline from ``ZHDEDUP_*`` settings (``ZHDEDUP_BACKEND = "elasticsearch"``)."""
+        settings = crawler.settings
+        return cls(from_settings(DedupConfig, settings), from_settings(EsConfig, settings), stats=crawler.stats,
+                   index_duplicates=from_settings(PipelineConfig, settings).mode == "annotate")
+
+    @property
+    def dead_letter_path(self) -> Path:
+        return self.dead_letters.path
+
+    @property
+    def dead_lettered(self) -> int:
+        return self.dead_letters.count
+
+    # -- the Backend protocol ---------------------------------------------------------------------
+
+    async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
+                    document: dict[str, Any]) -> Verdict:
+        """Judge one item and buffer it for writing (unless it is a duplicate in drop mode).
+
+        ``document`` (the item's fields) is stored beside the ``zhdedup`` fields; bytes values (a page
+        body) are stored as text, decoded like the page.  Raises EmptyTextError for items without text,
+        InvalidDocumentError for a document Elasticsearch could not store, and EsUnavailableError (after
+        dead-lettering the item) when lookups keep failing.
+        """
+        if self._closed:
+            raise ZhDedupError("the Elasticsearch backend is closed")
+        if "zhdedup" in document:
+            raise InvalidDocumentError(
+                f"item {doc_id!r} has a field named 'zhdedup', which scrapy-zhdedup owns in the index")
+        client = await self._start()
+        document = {key: decode_html(value) if isinstance(value, bytes) else value
+                    for key, value in document.items()}
+        try:
+            client.transport.serializers.get_serializer("application/json").dumps(document)
+        except SerializationError as exc:
+            raise InvalidDocumentError(f"item {doc_id!r} cannot be stored in Elasticsearch: {exc}") from exc
+        prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
+        digest = prepared.digest
+        features = None if digest in self._bloom else await self._features(prepared)
+        gen = self._visible_upto
+        self._active[gen] += 1
+        try:
+            try:
+                exact, near = self.pending.exact(digest), None
+                if exact is None and features is not None:  # probably new: both lookups at once
+                    exact, near = await asyncio.gather(adrive(client, self.lookups.exact(digest)),
+                                                       adrive(client, self.lookups.near(*features)))
+                elif exact is None:  # probably seen here before: the GET likely answers alone
+                    exact = await adrive(client, self.lookups.exact(digest))
+                    if exact is None:
+                        near = await adrive(client, self.lookups.near(*await self._features(prepared)))
+            except (TransportError, ApiError) as exc:
+                self.stats.inc("errors")
+                self.dead_letters.write([self.dead_letters.record(None, doc_id, document, "lookup", exc)])
+                raise EsUnavailableError(
+                    f"zhdedup: looking up {doc_id!r} in Elasticsearch at {self.es.es_url} failed after "
+                    f"{self.es.es_max_retries} retries ({exc}); the item was written to {self.dead_letter_path} "
+                    f"and not judged"
+                ) from exc
+            answers = EsAnswers(exact, near, self.pending, gen,
+                                lambda prepared, verdict: self._enqueue_verdict(prepared, verdict, document))
+            verdict = judge(prepared, answers)  # synchronous: nothing interleaves between decision and enqueue
+        finally:
+            self._active[gen] -= 1
+            if not self._active[gen]:
+                del self._active[gen]
+            self._prune()
+        if len(self._sealed) >= MAX_SEALED:
+            async with self._written:
+                await self._written.wait_for(lambda: len(self._sealed) < MAX_SEALED)
+        return verdict
+
+    async def flush(self) -> None:
+        """Write everything buffered and wait until it is visible to searches."""
+        if not self._started:
+            return
+        # A batch sealed by size may still be on its way; writing can enqueue more (annotated losers of a 409 race).
+        while self.pending.open.actions or self._sealed:
+            self._seal()
+            async with self._written:
+                await self._written.wait_for(lambda: not self._sealed)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self.flush()
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            if self._own_client and self._client is not None:
+                await self._client.close()
+            self._executor.shutdown(wait=False)
+        if self.dead_lettered:
+            logger.error("zhdedup: %d documents could not be stored in Elasticsearch; they are in %s",
+                         self.dead_lettered, self.dead_letter_path)
+
+    # -- start -------------------------------------------------------------------------------------
+
+    async def _start(self) -> AsyncElasticsearch:
+        async with self._start_lock:
+            if self._client is None:
+                self._client = make_async_client(self.es, max_retries=0)  # we retry, with backoff and stats
+            if self._started:
+                return self._client
+            await acheck_reachable(self._client, self.es.es_url)
+            # creating an index can take longer than a lookup's timeout
+            setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))
+            report = await ainstall(setup, self.index, self.layout, replace=False)
+            logger.info("zhdedup: Elasticsearch index %s: template %s, index %s", self.index,
+                        report["template_action"], report["index_action"])
+            loop = asyncio.get_running_loop()
+            self._tasks = [loop.create_task(self._writer()), loop.create_task(self._timer())]
+            self._started = True
+            return self._client
+
+    # -- worker thread -----------------------------------------------------------------------------
+
+    async def _on_worker(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
+    async def _features(self, prepared: Prepared) -> tuple[int, list[int]]:
+        """Fingerprint and the passage keys that stand for the text here, on the worker thread."""
+        fp, passages = await self._on_worker(lambda: prepared.features)
+        return fp, query_passages(passages)
+
+    # -- buffer ------------------------------------------------------------------------------------
+
+    def _enqueue_verdict(self, prepared: Prepared, verdict: Verdict, document: dict[str, Any]) -> None:
+        """The store's ``remember``: what the verdict writes (first copies; duplicates in annotate mode)."""
+        digest = prepared.digest
+        self._bloom.add(digest)
+        if verdict.status == "exact":
+            if self.index_duplicates:
+                self._enqueue(Action("index", repeat_id(digest, verdict.doc_id), self._source(verdict, document)))
+        elif verdict.status == "unique" or self.index_duplicates:
+            passages = query_passages(prepared.passages)
+            self.pending.open.add(digest, Match(verdict.doc_id, verdict.cluster, 0), prepared.fingerprint, passages)
+            self._enqueue(Action("create", digest, self._source(verdict, document, passages)))
+
+    def _source(self, verdict: Verdict, document: dict[str, Any], passages: list[int] | None = None) -> dict[str, Any]:
+        fields = zhdedup_fields(verdict, self.layout, datetime.now(timezone.utc), passages=passages)
+        return {**document, "zhdedup": fields}
+
+    def _enqueue(self, action: Action) -> None:
+        batch = self.pending.open
+        batch.actions.append(action)
+        if len(batch.actions) >= self.es.es_bulk_size:
+            self._seal()
+
+    def _seal(self) -> None:
+        """Hand the open batch to the writer and open a new one."""
+        batch = self.pending.open
+        if not batch.actions:
+            return
+        self._sealed.append(batch)
+        self.pending.start_next()
+        self._wake.set()
+
+    def _prune(self) -> None:
+        self.pending.forget_before(min(self._active, default=self._visible_upto))
+
+    # -- writing ---------------------------------------------------------------------------------------
+
+    async def _timer(self) -> None:
+        while True:
+            await asyncio.sleep(self.es.es_flush_interval)
+            self._seal()
+
+    async def _writer(self) -> None:
+        """Writes sealed batches one at a time, in order, so visibility advances batch by batch."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._sealed:
+                batch = self._sealed[0]
+                try:
+                    await self._write(batch)
+                except Exception as exc:  # a bug here must not leave documents unwritten and unreported
+                    logger.exception("zhdedup: unexpected error writing a bulk batch")
+                    self._dead(batch.actions, "bulk", exc)
+                batch.done = True
+                self._visible_upto = batch.seq + 1
+                self._sealed.popleft()
+                self._prune()
+                async with self._written:
+                    self._written.notify_all()
+
+    async def _write(self, batch: PendingBatch) -> None:
+        assert self._client is not None
+        result = await adrive(self._client, self.writer.write(batch.actions))
+        self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, "bulk", error)
+                                 for a, error in result.failed])
+        await self._resolve_conflicts(batch, result.conflicts)
+
+    async def _resolve_conflicts(self, batch: PendingBatch, conflicts: list[Action]) -> None:
+        """A 409 on ``create``: the text is stored already, by another writer or by our own earlier attempt."""
+        assert self._client is not None
+        for action in conflicts:
+            source = action.body or {}
+            ours = source["zhdedup"]
+            try:
+                first = await adrive(self._client, self.lookups.exact(action.id))
+            except (TransportError, ApiError) as exc:
+                self.stats.inc("errors")
+                self._dead([action], "conflict", exc)
+                continue
+            if first is None:  # deleted since the 409: write ours again
+                self._enqueue(action)
+                continue
+            if first.doc_id == ours["doc_id"]:  # our retried write landed the first time
+                self.stats.inc("indexed")
+                continue
+            self.stats.inc("conflicts")
+            batch.hashes[action.id] = first
+            logger.info("zhdedup: %s was judged %s, but another writer stored the same text first as %s",
+                        ours["doc_id"], ours["status"], first.doc_id)
+            if self.index_duplicates:
+                verdict = verdict_for(ours["doc_id"], action.id, None, first, exact=True)
+                document = {k: v for k, v in source.items() if k != "zhdedup"}
+                self._enqueue(Action("index", repeat_id(action.id, ours["doc_id"]), self._source(verdict, document)))
+
+    def _dead(self, actions: list[Action], stage: str, error: Exception) -> None:
+        self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, stage, error) for a in actions])

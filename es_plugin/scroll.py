@@ -1,0 +1,77 @@
+"""THE way to read a whole index: a point in time walked with ``search_after``.
+
+Used by ``dedup-index`` (every document, resumable), ``reconcile`` (every fingerprint) and
+``search --all`` (every group of a collapsed query).  A point in time keeps the pages from
+shifting while the index is written to.  With ``reopen`` an expired point in time (a paused run)
+is replaced by a new one and the walk goes on from the same sort values, which is only correct
+for a sort that means the same in every point in time (``dedup-index``'s ``[_seq_no, _shard_doc]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from elasticsearch import ApiError, Elasticsearch, NotFoundError
+
+Hit = dict[str, Any]
+
+
+def _sort_values(hit: Hit) -> list[Any]:
+    return list(hit["sort"])
+
+
+class PointInTime:
+    def __init__(self, client: Elasticsearch, index: str, *, keep_alive: str = "5m", refresh: bool = False) -> None:
+        """``refresh``: make the index's latest writes visible before each point in time is opened."""
+        self.client, self.index, self.keep_alive, self.refresh = client, index, keep_alive, refresh
+        self.pit: str | None = None
+
+    def _open(self) -> str:
+        if self.refresh:
+            self.client.indices.refresh(index=self.index)
+        self.pit = self.client.open_point_in_time(index=self.index, keep_alive=self.keep_alive)["id"]
+        return self.pit
+
+    def pages(self, body: dict[str, Any], after: list[Any] | None = None, *, reopen: bool = False,
+              after_of: Callable[[Hit], list[Any]] = _sort_values) -> Iterator[list[Hit]]:
+        """Pages of hits for ``body`` (its ``sort`` and ``size`` included), from after ``after``.
+
+        ``after_of`` turns a page's last hit into the next ``search_after`` (collapse, for one, accepts
+        only the collapse field's value, not the tiebreaker the point in time appends).
+        """
+        size = body.get("size", 10)
+        reopened = False
+        while True:
+            request = {**body, "pit": {"id": self.pit or self._open(), "keep_alive": self.keep_alive}}
+            if after is not None:
+                request["search_after"] = after
+            try:
+                response = self.client.search(body=request)
+            except NotFoundError:
+                if not reopen or reopened:
+                    raise
+                self._open()  # expired: the same order in a new point in time
+                reopened = True
+                continue
+            reopened = False
+            self.pit = response.get("pit_id", self.pit)
+            hits = response["hits"]["hits"]
+            if hits:
+                yield hits
+            if len(hits) < size:
+                return
+            after = after_of(hits[-1])
+
+    def close(self) -> None:
+        if self.pit is not None:
+            with contextlib.suppress(ApiError):  # already expired: nothing left to free
+                self.client.close_point_in_time(id=self.pit)
+            self.pit = None
+
+    def __enter__(self) -> PointInTime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

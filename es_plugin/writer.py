@@ -1,0 +1,194 @@
+"""THE bulk path: every write to Elasticsearch (backend, ``dedup-index``, ``reconcile``) goes through here.
+
+One retry policy for every request (:class:`RetryPolicy`): connection errors, timeouts, 429 and 5xx
+are retried with capped, jittered exponential backoff, as elasticsearch-py's helpers do; for bulk
+items also the 403 of a write-blocked index.  A ``create`` answered 409 is not an error but a
+conflict for the caller to resolve (another writer stored the same text first).  What Elasticsearch
+rejects for good is returned to the caller, which raises (``dedup-index``, ``reconcile``) or writes
+it to the :class:`DeadLetters` file (the backend).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from elastic_transport import ConnectionError as EsConnectionError
+from elastic_transport import ConnectionTimeout, TransportError
+from elasticsearch import ApiError
+
+from .steps import Call, Sleep, Steps
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+DEFAULT_DEAD_LETTER = "zhdedup-dead-letter.jsonl"
+
+
+class Stats(Protocol):
+    """Scrapy's stats collector, or anything with its ``inc_value``."""
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 5
+    backoff_base: float = 0.5
+    backoff_cap: float = 30.0
+
+    @staticmethod
+    def transient(exc: Exception) -> bool:
+        if isinstance(exc, (EsConnectionError, ConnectionTimeout)):
+            return True
+        return isinstance(exc, ApiError) and exc.meta.status in RETRY_STATUSES
+
+    def delay(self, attempt: int) -> float:
+        """Seconds before retry number ``attempt`` (1, 2, ...): doubling, capped, jittered."""
+        return min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+    def call(self, call: Call, stats: EsStats) -> Steps:
+        """One request, retried while it fails transiently."""
+        attempt = 0
+        while True:
+            try:
+                return (yield call)
+            except (TransportError, ApiError) as exc:
+                if not self.transient(exc) or attempt >= self.max_retries:
+                    raise
+                attempt += 1
+                stats.inc("retries")
+                yield Sleep(self.delay(attempt))
+
+
+@dataclass
+class EsStats:
+    """The ``zhdedup/es/*`` counters, on a Scrapy stats collector when there is one."""
+
+    stats: Stats | None = None
+
+    def inc(self, name: str, count: int = 1) -> None:
+        if self.stats is not None and count:
+            self.stats.inc_value(f"zhdedup/es/{name}", count)
+
+
+@dataclass
+class Action:
+    """One bulk operation: ``create``/``index`` a document, ``update`` with a partial doc, ``delete``."""
+
+    op: str
+    id: str
+    body: dict[str, Any] | None = None  # the document, or the partial ``doc`` of an update
+    index: str | None = None  # default: the writer's index
+
+    def operations(self, default_index: str) -> list[dict[str, Any]]:
+        meta: dict[str, Any] = {"_index": self.index or default_index, "_id": self.id}
+        if self.op == "update":
+            meta["retry_on_conflict"] = 3
+            return [{"update": meta}, {"doc": self.body}]
+        return [{self.op: meta}] if self.body is None else [{self.op: meta}, self.body]
+
+
+@dataclass
+class BulkResult:
+    conflicts: list[Action] = field(default_factory=list)  # ``create`` answered 409
+    failed: list[tuple[Action, Exception | dict[str, Any]]] = field(default_factory=list)  # rejected for good
+
+
+@dataclass
+class BulkWriter:
+    index: str
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    stats: EsStats = field(default_factory=EsStats)
+    refresh: bool = False  # make the documents visible to searches before the request returns
+
+    def write(self, actions: Sequence[Action]) -> Steps:
+        """Steps: send ``actions``, retrying transient failures; returns a :class:`BulkResult`."""
+        result = BulkResult()
+        pending, attempt = list(actions), 0
+        while pending:
+            operations = [line for action in pending for line in action.operations(self.index)]
+            try:
+                response = yield _bulk(operations, self.refresh)
+            except (TransportError, ApiError) as exc:
+                if self.policy.transient(exc) and attempt < self.policy.max_retries:
+                    attempt += 1
+                    self.stats.inc("retries")
+                    yield Sleep(self.policy.delay(attempt))
+                    continue
+                self.stats.inc("errors", len(pending))
+                result.failed += [(action, exc) for action in pending]
+                return result
+            retry = []
+            for action, item in zip(pending, response["items"]):
+                outcome = next(iter(item.values()))
+                status = outcome["status"]
+                if status < 300:
+                    self.stats.inc("indexed")
+                elif status == 409 and action.op == "create":
+                    result.conflicts.append(action)
+                elif status in RETRY_STATUSES or outcome.get("error", {}).get("type") == "cluster_block_exception":
+                    retry.append((action, outcome))
+                else:
+                    self.stats.inc("errors")
+                    result.failed.append((action, outcome))
+            if retry and attempt >= self.policy.max_retries:
+                self.stats.inc("errors", len(retry))
+                result.failed += retry
+                retry = []
+            pending = [action for action, _ in retry]
+            if pending:
+                attempt += 1
+                self.stats.inc("retries", len(pending))
+                yield Sleep(self.policy.delay(attempt))
+        return result
+
+
+def _bulk(operations: list[dict[str, Any]], refresh: bool) -> Call:
+    return lambda client: client.bulk(operations=operations, refresh=refresh)
+
+
+def describe(error: Exception | dict[str, Any]) -> tuple[int | None, str]:
+    """HTTP status and reason of a failed request (an exception) or bulk item (its result)."""
+    if isinstance(error, dict):
+        return error.get("status"), json.dumps(error.get("error"), ensure_ascii=False)
+    return getattr(getattr(error, "meta", None), "status", None), f"{type(error).__name__}: {error}"
+
+
+@dataclass
+class DeadLetters:
+    """Documents Elasticsearch would not take, one JSON line each with why and when."""
+
+    path: Path
+    index: str
+    stats: EsStats
+    count: int = 0
+
+    def record(self, action: Action | None, doc_id: str | None, document: dict[str, Any], stage: str,
+               error: Exception | dict[str, Any]) -> dict[str, Any]:
+        status, reason = describe(error)
+        if doc_id is None:
+            doc_id = document.get("zhdedup", {}).get("doc_id")
+        return {
+            "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "index": self.index,
+            "stage": stage, "op": action.op if action else None, "_id": action.id if action else None,
+            "doc_id": doc_id, "status": status, "reason": reason, "document": document,
+        }
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as fh:
+            for record in records:
+                fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.count += len(records)
+        self.stats.inc("dead_letter", len(records))
+        logger.error("zhdedup: %d document(s) not stored in Elasticsearch (%s: %.300s); written to %s",
+                     len(records), records[0]["stage"], records[0]["reason"], self.path)

@@ -1,0 +1,151 @@
+"""The one judging flow: prepared document → exact? → near? → remember → verdict.
+
+Every place that decides (the embedded store, the Elasticsearch backend, ``es dedup-index``) runs
+:func:`judge` against a :class:`Store`, so the order of the steps and the verdict rule exist once:
+
+* :class:`Prepared` is the pure part (clean text and its content hash; fingerprint and passage
+  keys only when asked for, so exact repeats are never segmented).  It pickles with whatever was
+  computed, so another process can compute the features and send them back.
+* A :class:`Store` answers "which earlier document has this hash" and "which earlier document is
+  near this fingerprint", and remembers the verdict.
+* :class:`NearRule` says when a candidate counts (within k through the bands; through shared
+  passages, within the limit for the number shared) and :func:`closest` which one wins (the
+  closest, then the oldest), for every store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+from .passages import distance_limit
+
+if TYPE_CHECKING:
+    from .engine import Fingerprinter
+
+Status = Literal["unique", "exact", "near"]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Match:
+    """An earlier document that the one being judged repeats."""
+
+    doc_id: str
+    cluster: str
+    distance: int
+    row: int = field(default=-1, compare=False)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    doc_id: str
+    status: Status
+    dup_of: str | None
+    distance: int | None
+    cluster: str
+    content_hash: str
+    fingerprint: int | None  # None for exact repeats: never computed
+
+    @property
+    def is_duplicate(self) -> bool:
+        return self.status != "unique"
+
+    def record(self) -> dict[str, Any]:
+        """The ``zhdedup scan`` output line."""
+        return {"id": self.doc_id, "status": self.status, "dup_of": self.dup_of, "distance": self.distance}
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def verdict_for(doc_id: str, content_hash: str, fingerprint: int | None, match: Match | None,
+                exact: bool = False) -> Verdict:
+    """The one place a match becomes a verdict."""
+    if match is None:
+        return Verdict(doc_id, "unique", None, None, doc_id, content_hash, fingerprint)
+    return Verdict(doc_id, "exact" if exact else "near", match.doc_id, match.distance, match.cluster,
+                   content_hash, fingerprint)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One document ready to judge; made by :meth:`Fingerprinter.prepare`, which touches no store."""
+
+    doc_id: str
+    clean: str
+    digest: str  # content hash of ``clean``
+    fingerprinter: Fingerprinter | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def features(self) -> tuple[int, list[int]]:
+        """SimHash and passage keys, computed on first use (cached, and pickled once computed)."""
+        if self.fingerprinter is None:
+            raise RuntimeError(f"features of {self.doc_id!r} were not computed before it was sent here")
+        return self.fingerprinter.fingerprint(self.clean), self.fingerprinter.passages(self.clean)
+
+    @property
+    def fingerprint(self) -> int:
+        return self.features[0]
+
+    @property
+    def passages(self) -> list[int]:
+        return self.features[1]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fingerprinter (its caches) stays in its process; computed features travel."""
+        return {**self.__dict__, "fingerprinter": None}
+
+
+class Store(Protocol):
+    """What :func:`judge` needs from a place that remembers documents."""
+
+    def find_exact(self, digest: str) -> Match | None:
+        """The earlier document with this content hash, if any."""
+
+    def find_near(self, fingerprint: int, passages: Sequence[int]) -> Match | None:
+        """The earlier document :class:`NearRule` accepts and :func:`closest` prefers, if any."""
+
+    def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
+        """Keep what later documents must be judged against (called for every verdict)."""
+
+
+def judge(prepared: Prepared, store: Store) -> Verdict:
+    """Exact repeats first (hash only), then near repeats (fingerprint and passages), then remember."""
+    match = store.find_exact(prepared.digest)
+    if match is not None:
+        verdict = verdict_for(prepared.doc_id, prepared.digest, None, match, exact=True)
+    else:
+        match = store.find_near(prepared.fingerprint, prepared.passages)
+        verdict = verdict_for(prepared.doc_id, prepared.digest, prepared.fingerprint, match)
+    store.remember(prepared, verdict, match)
+    return verdict
+
+
+@dataclass(frozen=True)
+class NearRule:
+    """When a candidate is a near repeat: the same answer for every store."""
+
+    k: int  # Hamming limit for a candidate found through the SimHash bands
+    passage_share: float
+    passage_threshold: int
+
+    @property
+    def widest(self) -> int:
+        """No candidate is ever accepted beyond this distance (a cheap first filter)."""
+        return max(self.k, self.passage_threshold)
+
+    def limit(self, in_bands: bool, shared: int, n_passages: int) -> int:
+        """How far a candidate may be: k through the bands; through ``shared`` of the new text's
+        ``n_passages`` passages, :func:`~scrapy_zhdedup.passages.distance_limit`; -1 = never."""
+        by_passages = distance_limit(shared, n_passages, self.passage_share, self.passage_threshold)
+        return max(self.k if in_bands else -1, by_passages)
+
+
+def closest(candidates: Iterable[tuple[int, Any, T]]) -> T | None:
+    """The accepted candidate to report, from ``(distance, age, candidate)``: the closest, then the
+    oldest (smallest age), then the first given."""
+    best = min(candidates, key=lambda c: (c[0], c[1]), default=None)
+    return None if best is None else best[2]
