@@ -500,7 +500,7 @@ def test_credentials_in_the_url_are_never_printed(es_url: str, index: str, site:
                      es_settings(secret_url, index, work, LOG_FILE=work / "scrapy.log"))
         outputs.append(done.log)
     assert "127.0.0.1" in outputs[-1]  # the messages name the node...
-    for text in outputs + [_files_text(tmp_path)]:
+    for text in [*outputs, _files_text(tmp_path)]:
         assert SECRET not in text, text[text.find(SECRET) - 300 : text.find(SECRET) + 100]  # ...never the password
 
 
@@ -511,10 +511,7 @@ def test_credentials_in_the_url_are_never_printed(es_url: str, index: str, site:
 def test_item_without_annotation_fields_is_refused_and_not_remembered(backend: str, es_url: str, index: str,
                                                                       site: str, tmp_path: Path) -> None:
     urls = [f"{site}{r['id']}.html" for r in corpus()[:8]]  # eight different articles
-    if backend == "embedded":
-        store = {"JOBDIR": tmp_path / "job"}
-    else:
-        store = es_settings(es_url, index, tmp_path)
+    store = {"JOBDIR": tmp_path / "job"} if backend == "embedded" else es_settings(es_url, index, tmp_path)
     first = crawl(urls, tmp_path / "annotate", {**store, "ZHDEDUP_MODE": "annotate"}, item="bare")
     message = "zhdedup cannot set 'dedup_status' on BareItem: declare the field"
     assert message in first.log, first.log[-3000:]
