@@ -24,13 +24,17 @@ atomically, so two concurrent near-duplicates cannot both be judged unique — t
 lock, enforced by the function's type instead of by discipline.
 
 Failures: transient errors are retried by writer.py's one policy.  Documents ES rejects for good go to
-a dead-letter JSONL file with the reason; an item whose lookup cannot be done is written there too and
-its ``judge`` raises :class:`EsUnavailableError`, so nothing is lost quietly.
+a dead-letter JSONL file with the reason (deadletter.py; ``zhdedup es replay`` stores them later); an
+item whose lookup cannot be done is written there too and its ``judge`` raises
+:class:`LookupFailedError`, so nothing is lost quietly.  The file is checked at :meth:`open`; if it
+still cannot be written, the writer stops and every ``judge``, ``flush`` and ``close`` raises
+:class:`DeadLetterError` instead of waiting for a writer that is gone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import sys
 from collections import Counter, deque
@@ -47,15 +51,16 @@ from scrapy.crawler import Crawler
 from scrapy_zhdedup.bloom import ExactFilter
 from scrapy_zhdedup.config import DedupConfig, EsConfig, PipelineConfig, from_settings
 from scrapy_zhdedup.engine import Fingerprinter
-from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, StoreUnavailableError, ZhDedupError
 from scrapy_zhdedup.judge import Match, NearRule, Prepared, Verdict, judge, verdict_for
 from scrapy_zhdedup.text import decode_html
 
-from .client import EsUnavailableError, acheck_reachable, make_async_client
+from .client import EsUnavailableError, acheck_reachable, make_async_client, redact
+from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
 from .lookups import EsAnswers, EsLookups, PendingBatch, PendingIndex, query_passages, repeat_id
 from .steps import adrive
 from .template import ainstall, zhdedup_fields
-from .writer import DEFAULT_DEAD_LETTER, Action, BulkWriter, DeadLetters, EsStats, RetryPolicy
+from .writer import Action, BulkWriter, EsStats, RetryPolicy
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -64,7 +69,11 @@ ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
 MAX_SEALED = 2  # full batches waiting for the writer before judgements wait (backpressure)
 
-__all__ = ["ElasticsearchBackend", "EsUnavailableError"]
+__all__ = ["ElasticsearchBackend", "EsUnavailableError", "LookupFailedError"]
+
+
+class LookupFailedError(EsUnavailableError, StoreUnavailableError):
+    """An item's lookups failed past the retries: it was written to the dead-letter file, not judged."""
 
 
 def _require_asyncio_reactor() -> None:
@@ -100,7 +109,7 @@ class ElasticsearchBackend:
         self.index = es.es_index
         self.index_duplicates = index_duplicates
         self.stats = EsStats(stats)
-        self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_DEAD_LETTER), self.index, self.stats)
+        self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_NAME), self.index, self.stats)
         policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
         rule = NearRule(self.layout.k, dedup.passage_share, dedup.passage_threshold)
         self.lookups = EsLookups(self.index, self.layout, rule, policy, self.stats)
@@ -120,12 +129,16 @@ class ElasticsearchBackend:
         self._wake = asyncio.Event()
         self._written = asyncio.Condition()
         self._tasks: list[asyncio.Task[None]] = []
+        self._failure: DeadLetterError | None = None  # the writer stopped: documents can go nowhere
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ElasticsearchBackend:
         """Built by the pipeline from ``ZHDEDUP_*`` settings (``ZHDEDUP_BACKEND = "elasticsearch"``)."""
         settings = crawler.settings
-        return cls(from_settings(DedupConfig, settings), from_settings(EsConfig, settings), stats=crawler.stats,
+        es = from_settings(EsConfig, settings)
+        if not es.es_dead_letter and settings.get("JOBDIR"):  # beside the crawl's other state
+            es = dataclasses.replace(es, es_dead_letter=str(Path(settings["JOBDIR"]) / DEFAULT_NAME))
+        return cls(from_settings(DedupConfig, settings), es, stats=crawler.stats,
                    index_duplicates=from_settings(PipelineConfig, settings).mode == "annotate")
 
     @property
@@ -136,7 +149,20 @@ class ElasticsearchBackend:
     def dead_lettered(self) -> int:
         return self.dead_letters.count
 
+    @property
+    def url(self) -> str:
+        """The node's URL as it may be printed (without credentials)."""
+        return redact(self.es.es_url)
+
+    def replay_hint(self) -> str:
+        return f"zhdedup es replay {self.dead_letter_path} --url {self.url} --index {self.index}"
+
     # -- the Backend protocol ---------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Check everything a judgement needs before the first one: the dead-letter file can be written,
+        the node answers, the index fits (template, band layout); raises a clear error otherwise."""
+        await self._start()
 
     async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
                     document: dict[str, Any]) -> Verdict:
@@ -144,11 +170,12 @@ class ElasticsearchBackend:
 
         ``document`` (the item's fields) is stored beside the ``zhdedup`` fields; bytes values (a page
         body) are stored as text, decoded like the page.  Raises EmptyTextError for items without text,
-        InvalidDocumentError for a document Elasticsearch could not store, and EsUnavailableError (after
-        dead-lettering the item) when lookups keep failing.
+        InvalidDocumentError for a document Elasticsearch could not store, LookupFailedError (after
+        dead-lettering the item) when lookups keep failing, and DeadLetterError once documents can go nowhere.
         """
         if self._closed:
             raise ZhDedupError("the Elasticsearch backend is closed")
+        self._raise_if_failed()
         if "zhdedup" in document:
             raise InvalidDocumentError(
                 f"item {doc_id!r} has a field named 'zhdedup', which scrapy-zhdedup owns in the index")
@@ -177,8 +204,8 @@ class ElasticsearchBackend:
             except (TransportError, ApiError) as exc:
                 self.stats.inc("errors")
                 self.dead_letters.write([self.dead_letters.record(None, doc_id, document, "lookup", exc)])
-                raise EsUnavailableError(
-                    f"zhdedup: looking up {doc_id!r} in Elasticsearch at {self.es.es_url} failed after "
+                raise LookupFailedError(
+                    f"zhdedup: looking up {doc_id!r} in Elasticsearch at {self.url} failed after "
                     f"{self.es.es_max_retries} retries ({exc}); the item was written to {self.dead_letter_path} "
                     f"and not judged"
                 ) from exc
@@ -192,7 +219,8 @@ class ElasticsearchBackend:
             self._prune()
         if len(self._sealed) >= MAX_SEALED:
             async with self._written:
-                await self._written.wait_for(lambda: len(self._sealed) < MAX_SEALED)
+                await self._written.wait_for(lambda: len(self._sealed) < MAX_SEALED or self._failure is not None)
+            self._raise_if_failed()
         return verdict
 
     async def flush(self) -> None:
@@ -201,9 +229,18 @@ class ElasticsearchBackend:
             return
         # A batch sealed by size may still be on its way; writing can enqueue more (annotated losers of a 409 race).
         while self.pending.open.actions or self._sealed:
+            self._raise_if_failed()
             self._seal()
             async with self._written:
-                await self._written.wait_for(lambda: not self._sealed)
+                await self._written.wait_for(lambda: not self._sealed or self._failure is not None)
+        self._raise_if_failed()
+
+    def _raise_if_failed(self) -> None:
+        """The writer stopped because documents could go nowhere: every caller learns it, none waits forever."""
+        if self._failure is not None:
+            unwritten = len(self.pending.open.actions) + sum(len(b.actions) for b in self._sealed)
+            raise DeadLetterError(f"{self._failure}; {unwritten} more document(s) judged but not stored") \
+                from self._failure
 
     async def close(self) -> None:
         if self._closed:
@@ -219,8 +256,8 @@ class ElasticsearchBackend:
                 await self._client.close()
             self._executor.shutdown(wait=False)
         if self.dead_lettered:
-            logger.error("zhdedup: %d documents could not be stored in Elasticsearch; they are in %s",
-                         self.dead_lettered, self.dead_letter_path)
+            logger.error("zhdedup: %d documents could not be judged or stored in Elasticsearch; they are in %s. "
+                         "Store them with: %s", self.dead_lettered, self.dead_letter_path, self.replay_hint())
 
     # -- start -------------------------------------------------------------------------------------
 
@@ -230,6 +267,7 @@ class ElasticsearchBackend:
                 self._client = make_async_client(self.es, max_retries=0)  # we retry, with backoff and stats
             if self._started:
                 return self._client
+            self.dead_letters.check()
             await acheck_reachable(self._client, self.es.es_url)
             # creating an index can take longer than a lookup's timeout
             setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))
@@ -302,10 +340,19 @@ class ElasticsearchBackend:
             while self._sealed:
                 batch = self._sealed[0]
                 try:
-                    await self._write(batch)
-                except Exception as exc:  # a bug here must not leave documents unwritten and unreported
-                    logger.exception("zhdedup: unexpected error writing a bulk batch")
-                    self._dead(batch.actions, "bulk", exc)
+                    try:
+                        await self._write(batch)
+                    except DeadLetterError:
+                        raise
+                    except Exception as exc:  # a bug here must not leave documents unwritten and unreported
+                        logger.exception("zhdedup: unexpected error writing a bulk batch")
+                        self._dead(batch.actions, "bulk", exc)
+                except DeadLetterError as exc:  # nowhere to put them: stop, and tell every waiter
+                    logger.error("zhdedup: %s", exc)
+                    self._failure = exc
+                    async with self._written:
+                        self._written.notify_all()
+                    return
                 batch.done = True
                 self._visible_upto = batch.seq + 1
                 self._sealed.popleft()

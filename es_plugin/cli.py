@@ -21,6 +21,8 @@ from scrapy_zhdedup.cli import progress
 from scrapy_zhdedup.config import CONNECTION, WRITING, DedupConfig, EsConfig, add_options, from_args
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 
+from .client import redact
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     es = sub.add_parser("es", help="Elasticsearch: install, status, ingest, search, dedup-index, reconcile")
@@ -51,6 +53,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="documents judged at once; overlaps lookups (default %(default)s, 1 = strictly in input order)")
     p.add_argument("--strict", action="store_true", help="stop at the first bad record instead of skipping it")
     p.set_defaults(func=_es_errors(cmd_ingest))
+
+    p = esub.add_parser("replay", help="judge and store again the documents of a dead-letter file")
+    p.add_argument("dead_letter", type=Path, metavar="DEAD_LETTER", help="the dead-letter JSONL file")
+    _common(p, index_option=True, writing=True, dead_letter=False)
+    p.add_argument("--mode", choices=("annotate", "drop"), default="annotate",
+                   help="annotate: store duplicates too, marked (default); drop: store first copies only")
+    p.add_argument("--text-field", default="text", help="document field holding the text (default %(default)s)")
+    p.add_argument("--html-field", default="html",
+                   help="document field holding the page, judged instead of the text (default %(default)s)")
+    p.set_defaults(func=_es_errors(cmd_replay))
 
     p = esub.add_parser("search", help="search with near-duplicates folded into one hit per cluster")
     p.add_argument("index", help="index (or alias, or pattern) to search")
@@ -96,19 +108,21 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
         except ApiError as exc:
             error = exc.body.get("error") if isinstance(exc.body, dict) else None
             reason = (error.get("reason") if isinstance(error, dict) else None) or exc.message
-            raise ZhDedupError(f"Elasticsearch at {args.es_url} answered {exc.meta.status}: {reason}") from exc
+            raise ZhDedupError(f"Elasticsearch at {redact(args.es_url)} answered {exc.meta.status}: {reason}") from exc
         except TransportError as exc:
-            raise ZhDedupError(f"Elasticsearch at {args.es_url} failed: {exc}") from exc
+            raise ZhDedupError(f"Elasticsearch at {redact(args.es_url)} failed: {exc}") from exc
 
     return run
 
 
-def _common(p: argparse.ArgumentParser, *, index_option: bool = False, writing: bool = False) -> None:
+def _common(p: argparse.ArgumentParser, *, index_option: bool = False, writing: bool = False,
+            dead_letter: bool = True) -> None:
     """Connection options (from EsConfig, defaults from ``$ZHDEDUP_ES_*``) and the engine's options."""
     add_options(p, EsConfig, "Elasticsearch connection", groups=(CONNECTION,),
                 skip=() if index_option else ("es_index",), environment=True)
     if writing:
-        add_options(p, EsConfig, "Elasticsearch writing", groups=(WRITING,), environment=True)
+        add_options(p, EsConfig, "Elasticsearch writing", groups=(WRITING,), environment=True,
+                    skip=() if dead_letter else ("es_dead_letter",))
     add_options(p, DedupConfig, "deduplication")
 
 
@@ -223,10 +237,23 @@ def cmd_ingest(args: argparse.Namespace) -> int:
           f"{report['near']} near), {report['already_stored']} already stored, {report['bad']} bad records "
           f"skipped (logged above), {report['seconds']:.1f} s, {report['docs_per_s']:.0f} docs/s -> {report['index']}")
     if report["dead_lettered"]:
-        print(f"zhdedup es ingest: {report['dead_lettered']} documents were rejected by Elasticsearch; "
-              f"see {report['dead_letter_file']}", file=sys.stderr)
+        print(f"zhdedup es ingest: {report['dead_lettered']} documents were rejected by Elasticsearch and are in "
+              f"{report['dead_letter_file']}; once the cause is fixed, store them with: {report['replay']}",
+              file=sys.stderr)
         return 1
     return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .replay import replay
+
+    report = replay(args.dead_letter, from_args(DedupConfig, args), from_args(EsConfig, args), mode=args.mode,
+                    text_field=args.text_field, html_field=args.html_field)
+    print(f"zhdedup es replay: {report['replayed']} documents of {report['index']} in {report['file']}: "
+          f"{report['unique']} unique, {report['exact']} exact, {report['near']} near, {report['already_stored']} "
+          f"already stored, {report['bad']} bad, {report['failed']} refused again (kept in the file); "
+          f"{report['other_lines']} lines for other indices kept")
+    return 1 if report["failed"] else 0
 
 
 # --- search ------------------------------------------------------------------------------------------

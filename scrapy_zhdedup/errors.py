@@ -31,3 +31,8 @@ class StoreError(ZhDedupError):
 
 class LayoutMismatchError(ZhDedupError):
     """Client band layout differs from the one an existing index was built with; lookups would miss silently."""
+
+
+class StoreUnavailableError(ZhDedupError):
+    """The store could not judge an item now (e.g. Elasticsearch down past the retries); the backend kept the
+    item (its dead-letter file) to be judged later, so the pipeline drops it instead of failing the crawl."""
