@@ -13,11 +13,8 @@ First copies are written with ``op_type=create`` under their hash, so two writer
 text race on one ``_id`` and the loser gets a 409: that is how exact repeats are caught across
 processes even inside the window where neither has flushed.
 
-Visibility.  A bulk is sent with ``refresh=true``, so once it returns its documents are visible to
-searches that start afterwards (``wait_for`` would cap a writer at one bulk per refresh interval).
-Each judgement notes how many batches were visible when its lookups started and, when deciding,
-also consults every local batch after those.  Batches leave memory only when no judgement in
-flight could still need them, so nothing falls between "in the local buffer" and "visible to search".
+What a judgement sees of the documents not yet visible to searches, and when they become
+visible: buffer.py.
 
 Judging and enqueueing is synchronous (``judge`` has no ``await``): the event loop runs it
 atomically, so two concurrent near-duplicates cannot both be judged unique — the guarantee of a
@@ -37,7 +34,6 @@ import asyncio
 import dataclasses
 import logging
 import sys
-from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -55,9 +51,10 @@ from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, StoreUnavai
 from scrapy_zhdedup.judge import Match, NearRule, Prepared, Verdict, judge, verdict_for
 from scrapy_zhdedup.text import decode_html
 
+from .buffer import BulkBuffer, PendingBatch
 from .client import EsUnavailableError, acheck_reachable, make_async_client, redact
 from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
-from .lookups import EsAnswers, EsLookups, PendingBatch, PendingIndex, query_passages, repeat_id
+from .lookups import EsAnswers, EsLookups, query_passages, repeat_id
 from .steps import adrive
 from .template import ainstall, zhdedup_fields
 from .writer import Action, BulkWriter, EsStats, RetryPolicy
@@ -67,7 +64,6 @@ T = TypeVar("T")
 
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
-MAX_SEALED = 2  # full batches waiting for the writer before judgements wait (backpressure)
 
 __all__ = ["ElasticsearchBackend", "EsUnavailableError", "LookupFailedError"]
 
@@ -114,22 +110,16 @@ class ElasticsearchBackend:
         rule = NearRule(self.layout.k, dedup.passage_share, dedup.passage_threshold)
         self.lookups = EsLookups(self.index, self.layout, rule, policy, self.stats)
         self.writer = BulkWriter(self.index, policy, self.stats, refresh=True)
-        self.pending = PendingIndex(self.layout, rule)
+        self.buffer = BulkBuffer(self.layout, rule, bulk_size=es.es_bulk_size, flush_interval=es.es_flush_interval,
+                                 write=self._write)
         self._client = client
         self._own_client = client is None
         self._fingerprinter = Fingerprinter(dedup)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zhdedup-es")
         self._bloom = ExactFilter(error_rate=dedup.bloom_error_rate, initial_capacity=dedup.bloom_capacity)
-        self._sealed: deque[PendingBatch] = deque()
-        self._visible_upto = 0  # batches with seq below this are visible to every new lookup
-        self._active: Counter[int] = Counter()  # judgements in flight, by the _visible_upto they started at
         self._started = False
         self._closed = False
         self._start_lock = asyncio.Lock()
-        self._wake = asyncio.Event()
-        self._written = asyncio.Condition()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._failure: DeadLetterError | None = None  # the writer stopped: documents can go nowhere
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ElasticsearchBackend:
@@ -175,7 +165,7 @@ class ElasticsearchBackend:
         """
         if self._closed:
             raise ZhDedupError("the Elasticsearch backend is closed")
-        self._raise_if_failed()
+        self.buffer.raise_if_failed()
         if "zhdedup" in document:
             raise InvalidDocumentError(
                 f"item {doc_id!r} has a field named 'zhdedup', which scrapy-zhdedup owns in the index")
@@ -189,11 +179,9 @@ class ElasticsearchBackend:
         prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
         digest = prepared.digest
         features = None if digest in self._bloom else await self._features(prepared)
-        gen = self._visible_upto
-        self._active[gen] += 1
-        try:
+        with self.buffer.judging() as since:
             try:
-                exact, near = self.pending.exact(digest), None
+                exact, near = self.buffer.exact(digest), None
                 if exact is None and features is not None:  # probably new: both lookups at once
                     exact, near = await asyncio.gather(adrive(client, self.lookups.exact(digest)),
                                                        adrive(client, self.lookups.near(*features)))
@@ -209,38 +197,16 @@ class ElasticsearchBackend:
                     f"{self.es.es_max_retries} retries ({exc}); the item was written to {self.dead_letter_path} "
                     f"and not judged"
                 ) from exc
-            answers = EsAnswers(exact, near, self.pending, gen,
+            answers = EsAnswers(exact, near, self.buffer, since,
                                 lambda prepared, verdict: self._enqueue_verdict(prepared, verdict, document))
             verdict = judge(prepared, answers)  # synchronous: nothing interleaves between decision and enqueue
-        finally:
-            self._active[gen] -= 1
-            if not self._active[gen]:
-                del self._active[gen]
-            self._prune()
-        if len(self._sealed) >= MAX_SEALED:
-            async with self._written:
-                await self._written.wait_for(lambda: len(self._sealed) < MAX_SEALED or self._failure is not None)
-            self._raise_if_failed()
+        await self.buffer.backpressure()
         return verdict
 
     async def flush(self) -> None:
         """Write everything buffered and wait until it is visible to searches."""
-        if not self._started:
-            return
-        # A batch sealed by size may still be on its way; writing can enqueue more (annotated losers of a 409 race).
-        while self.pending.open.actions or self._sealed:
-            self._raise_if_failed()
-            self._seal()
-            async with self._written:
-                await self._written.wait_for(lambda: not self._sealed or self._failure is not None)
-        self._raise_if_failed()
-
-    def _raise_if_failed(self) -> None:
-        """The writer stopped because documents could go nowhere: every caller learns it, none waits forever."""
-        if self._failure is not None:
-            unwritten = len(self.pending.open.actions) + sum(len(b.actions) for b in self._sealed)
-            raise DeadLetterError(f"{self._failure}; {unwritten} more document(s) judged but not stored") \
-                from self._failure
+        if self._started:
+            await self.buffer.flush()
 
     async def close(self) -> None:
         if self._closed:
@@ -249,9 +215,7 @@ class ElasticsearchBackend:
         try:
             await self.flush()
         finally:
-            for task in self._tasks:
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self.buffer.stop()
             if self._own_client and self._client is not None:
                 await self._client.close()
             self._executor.shutdown(wait=False)
@@ -274,8 +238,7 @@ class ElasticsearchBackend:
             report = await ainstall(setup, self.index, self.layout, replace=False)
             logger.info("zhdedup: Elasticsearch index %s: template %s, index %s", self.index,
                         report["template_action"], report["index_action"])
-            loop = asyncio.get_running_loop()
-            self._tasks = [loop.create_task(self._writer()), loop.create_task(self._timer())]
+            self.buffer.start()
             self._started = True
             return self._client
 
@@ -297,75 +260,31 @@ class ElasticsearchBackend:
         self._bloom.add(digest)
         if verdict.status == "exact":
             if self.index_duplicates:
-                self._enqueue(Action("index", repeat_id(digest, verdict.doc_id), self._source(verdict, document)))
+                self.buffer.enqueue(Action("index", repeat_id(digest, verdict.doc_id), self._source(verdict, document)))
         elif verdict.status == "unique" or self.index_duplicates:
             passages = query_passages(prepared.passages)
-            self.pending.open.add(digest, Match(verdict.doc_id, verdict.cluster, 0), prepared.fingerprint, passages)
-            self._enqueue(Action("create", digest, self._source(verdict, document, passages)))
+            self.buffer.open.add(digest, Match(verdict.doc_id, verdict.cluster, 0), prepared.fingerprint, passages)
+            self.buffer.enqueue(Action("create", digest, self._source(verdict, document, passages)))
 
     def _source(self, verdict: Verdict, document: dict[str, Any], passages: list[int] | None = None) -> dict[str, Any]:
         fields = zhdedup_fields(verdict, self.layout, datetime.now(timezone.utc), passages=passages)
         return {**document, "zhdedup": fields}
 
-    def _enqueue(self, action: Action) -> None:
-        batch = self.pending.open
-        batch.actions.append(action)
-        if len(batch.actions) >= self.es.es_bulk_size:
-            self._seal()
-
-    def _seal(self) -> None:
-        """Hand the open batch to the writer and open a new one."""
-        batch = self.pending.open
-        if not batch.actions:
-            return
-        self._sealed.append(batch)
-        self.pending.start_next()
-        self._wake.set()
-
-    def _prune(self) -> None:
-        self.pending.forget_before(min(self._active, default=self._visible_upto))
-
     # -- writing ---------------------------------------------------------------------------------------
 
-    async def _timer(self) -> None:
-        while True:
-            await asyncio.sleep(self.es.es_flush_interval)
-            self._seal()
-
-    async def _writer(self) -> None:
-        """Writes sealed batches one at a time, in order, so visibility advances batch by batch."""
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._sealed:
-                batch = self._sealed[0]
-                try:
-                    try:
-                        await self._write(batch)
-                    except DeadLetterError:
-                        raise
-                    except Exception as exc:  # a bug here must not leave documents unwritten and unreported
-                        logger.exception("zhdedup: unexpected error writing a bulk batch")
-                        self._dead(batch.actions, "bulk", exc)
-                except DeadLetterError as exc:  # nowhere to put them: stop, and tell every waiter
-                    logger.error("zhdedup: %s", exc)
-                    self._failure = exc
-                    async with self._written:
-                        self._written.notify_all()
-                    return
-                batch.done = True
-                self._visible_upto = batch.seq + 1
-                self._sealed.popleft()
-                self._prune()
-                async with self._written:
-                    self._written.notify_all()
-
     async def _write(self, batch: PendingBatch) -> None:
+        """One sealed batch (the buffer's writer task): failures are dead-lettered, 409s resolved."""
         assert self._client is not None
-        result = await adrive(self._client, self.writer.write(batch.actions))
-        self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, "bulk", error)
-                                 for a, error in result.failed])
-        await self._resolve_conflicts(batch, result.conflicts)
+        try:
+            result = await adrive(self._client, self.writer.write(batch.actions))
+            self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, "bulk", error)
+                                     for a, error in result.failed])
+            await self._resolve_conflicts(batch, result.conflicts)
+        except DeadLetterError:
+            raise  # nowhere to put them: the buffer stops and tells every waiter
+        except Exception as exc:  # a bug here must not leave documents unwritten and unreported
+            logger.exception("zhdedup: unexpected error writing a bulk batch")
+            self._dead(batch.actions, "bulk", exc)
 
     async def _resolve_conflicts(self, batch: PendingBatch, conflicts: list[Action]) -> None:
         """A 409 on ``create``: the text is stored already, by another writer or by our own earlier attempt."""
@@ -380,7 +299,7 @@ class ElasticsearchBackend:
                 self._dead([action], "conflict", exc)
                 continue
             if first is None:  # deleted since the 409: write ours again
-                self._enqueue(action)
+                self.buffer.enqueue(action)
                 continue
             if first.doc_id == ours["doc_id"]:  # our retried write landed the first time
                 self.stats.inc("indexed")
@@ -392,7 +311,7 @@ class ElasticsearchBackend:
             if self.index_duplicates:
                 verdict = verdict_for(ours["doc_id"], action.id, None, first, exact=True)
                 document = {k: v for k, v in source.items() if k != "zhdedup"}
-                self._enqueue(Action("index", repeat_id(action.id, ours["doc_id"]), self._source(verdict, document)))
+                self.buffer.enqueue(Action("index", repeat_id(action.id, ours["doc_id"]), self._source(verdict, document)))
 
     def _dead(self, actions: list[Action], stage: str, error: Exception) -> None:
         self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, stage, error) for a in actions])

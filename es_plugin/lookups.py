@@ -1,42 +1,36 @@
-"""What the backend asks Elasticsearch, what it keeps until Elasticsearch can answer, and the store
-:func:`~scrapy_zhdedup.judge.judge` sees.
+"""What the backend asks Elasticsearch, and the store :func:`~scrapy_zhdedup.judge.judge` sees.
 
 * :class:`EsLookups`: the realtime ``GET`` of ``_id = content hash`` (exact repeats, flushed by any
   writer, refreshed or not) and the near search (``bool/should`` over the band keys and the passage
   keys, Hamming-verified by the shared :class:`~scrapy_zhdedup.judge.NearRule`).
-* :class:`PendingIndex`: the documents of this process that searches cannot see yet, in batches
-  (one per bulk request), each a small band and passage index judged by the same rule.
 * :class:`EsAnswers`: the :class:`~scrapy_zhdedup.judge.Store` of one judgement: Elasticsearch's
-  answers plus the pending batches; ``remember`` hands the verdict back to the backend to enqueue.
+  answers plus the batches of this process that searches cannot see yet (buffer.py); ``remember``
+  hands the verdict back to the backend to enqueue.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from elasticsearch import NotFoundError
 
-from scrapy_zhdedup.bandindex import BandIndex
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.fingerprint import hamming
 from scrapy_zhdedup.judge import Match, NearRule, Prepared, Verdict, closest
-from scrapy_zhdedup.keytable import KeyTable
 from scrapy_zhdedup.passages import votes_needed
-from scrapy_zhdedup.store import nearest_with_passages
 
+from .buffer import BulkBuffer
 from .steps import Call, Steps
-from .writer import Action, EsStats, RetryPolicy
+from .writer import EsStats, RetryPolicy
 
 SEARCH_PAGE = 100  # candidates per search page, most shared keys first
 MAX_QUERY_PASSAGES = 512  # passage keys used per document: bounded bool clauses (max_clause_count)
 MAX_RESULT_WINDOW = 10_000  # Elasticsearch's default cap on from + size
 _SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.fp", "zhdedup.seen_at"]
-_FLUSHED, _PENDING = 0, 1  # age ranks: whatever Elasticsearch holds is older than what is still pending
+FLUSHED_AGE = 0  # age rank of a document Elasticsearch holds: older than anything still buffered
 
 
 def near_query(layout: BandLayout, fp: int, passages: Sequence[int] = (), passage_share: float = 0.2) -> dict[str, Any]:
@@ -95,7 +89,7 @@ class EsLookups:
                 matched = hit.get("matched_queries", {})
                 limit = self.rule.limit("bands" in matched, round(matched.get("passages", 0)), len(passages))
                 if distance <= limit:
-                    accepted.append((distance, (_FLUSHED, z.get("seen_at", "")),
+                    accepted.append((distance, (FLUSHED_AGE, z.get("seen_at", "")),
                                      Match(z["doc_id"], z["cluster"], distance)))
             best = closest(accepted)
             if best is not None or len(hits) < SEARCH_PAGE:
@@ -110,69 +104,6 @@ class EsLookups:
 
 
 @dataclass
-class PendingBatch:
-    """Documents buffered for one bulk request, indexed locally until searches can see them."""
-
-    seq: int
-    layout: BandLayout
-    actions: list[Action] = field(default_factory=list)
-    hashes: dict[str, Match] = field(default_factory=dict)
-    rows: list[Match] = field(default_factory=list)
-    done: bool = False
-
-    def __post_init__(self) -> None:
-        self.near = BandIndex(self.layout)
-        self.passages = KeyTable(np.uint32)
-
-    def add(self, digest: str, own: Match, fp: int, passages: list[int]) -> None:
-        self.hashes[digest] = own
-        row = self.near.add(fp)
-        self.passages.add_many(passages, row)
-        self.rows.append(own)
-
-
-class PendingIndex:
-    """This process's batches, from the oldest not yet forgotten to the open one."""
-
-    def __init__(self, layout: BandLayout, rule: NearRule) -> None:
-        self.layout, self.rule = layout, rule
-        self.batches: deque[PendingBatch] = deque([PendingBatch(0, layout)])
-
-    @property
-    def open(self) -> PendingBatch:
-        return self.batches[-1]
-
-    def start_next(self) -> PendingBatch:
-        """Open a new batch after the current one (which the caller hands to the writer)."""
-        self.batches.append(PendingBatch(self.open.seq + 1, self.layout))
-        return self.batches[-1]
-
-    def forget_before(self, floor: int) -> None:
-        """Forget written batches older than ``floor``: no judgement in flight may still need them."""
-        while self.batches[0].done and self.batches[0].seq < floor:
-            self.batches.popleft()
-
-    def exact(self, digest: str) -> Match | None:
-        for batch in self.batches:
-            match = batch.hashes.get(digest)
-            if match is not None:
-                return match
-        return None
-
-    def near(self, fp: int, passages: list[int], since: int) -> list[tuple[int, Any, Match]]:
-        """Accepted candidates among the batches a lookup that started at ``since`` could not see."""
-        found = []
-        for batch in self.batches:
-            if batch.seq < since:
-                continue
-            hit = nearest_with_passages(batch.near, batch.passages, fp, passages, self.rule)
-            if hit is not None:
-                row = batch.rows[hit.row]
-                found.append((hit.distance, (_PENDING, batch.seq, hit.row), Match(row.doc_id, row.cluster, hit.distance)))
-        return found
-
-
-@dataclass
 class EsAnswers:
     """The :class:`~scrapy_zhdedup.judge.Store` of one judgement: what Elasticsearch answered when the
     lookups ran, plus the pending batches as they are now (an equal or near text may have been
@@ -180,17 +111,17 @@ class EsAnswers:
 
     flushed_exact: Match | None
     flushed_near: Match | None
-    pending: PendingIndex
+    buffer: BulkBuffer
     since: int  # first batch the Elasticsearch lookups could not see
     on_verdict: Callable[[Prepared, Verdict], None]
 
     def find_exact(self, digest: str) -> Match | None:
-        return self.flushed_exact or self.pending.exact(digest)
+        return self.flushed_exact or self.buffer.exact(digest)
 
     def find_near(self, fingerprint: int, passages: Sequence[int]) -> Match | None:
         flushed = [] if self.flushed_near is None else [
-            (self.flushed_near.distance, (_FLUSHED,), self.flushed_near)]
-        return closest([*flushed, *self.pending.near(fingerprint, query_passages(passages), self.since)])
+            (self.flushed_near.distance, (FLUSHED_AGE,), self.flushed_near)]
+        return closest([*flushed, *self.buffer.near(fingerprint, query_passages(passages), self.since)])
 
     def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
         self.on_verdict(prepared, verdict)

@@ -251,3 +251,21 @@ def test_20k_lines_run_with_bounded_memory(big_scan: dict[str, Any]) -> None:
     assert statuses == {"unique", "exact", "near"}
     assert (big_scan["workdir"] / "store" / "index.npz").exists()
     assert peak_mb < MAX_RSS_MB, f"peak RSS {peak_mb:.0f} MB"
+
+
+def test_es_commands_without_the_client_say_what_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delitem(sys.modules, "es_plugin.cli", raising=False)
+    monkeypatch.setitem(sys.modules, "elasticsearch", None)  # as if the [es] extra were not installed
+    assert main(["es", "status", "--url", "http://127.0.0.1:1"]) == 2
+    assert "pip install 'scrapy-zhdedup[es]'" in capsys.readouterr().err
+
+
+def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Only errors raised on purpose (ZhDedupError, OSError) become one line; a bug is not hidden."""
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(Deduper, "check", broken)
+    with pytest.raises(ValueError, match="a bug"):
+        main(["scan", str(_write(tmp_path / "in.jsonl", [{"id": "a", "text": "一段文字"}]))])

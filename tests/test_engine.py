@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 
 import pytest
@@ -10,6 +11,7 @@ from zhtexts import BOILERPLATE_FOOT, BOILERPLATE_HEAD, news_page
 
 from scrapy_zhdedup import DedupConfig, Deduper, EmptyTextError, Verdict
 from scrapy_zhdedup.fingerprint import hamming
+from scrapy_zhdedup.judge import NearRule, closest, judge
 
 ARTICLES = zhtexts.articles(120)
 SHORT = zhtexts.articles(40, min_chars=40, max_chars=150)
@@ -243,3 +245,34 @@ def test_config_threshold_zero_finds_only_identical_fingerprints() -> None:
         strict.check(article.id, text=article.text)
         v = strict.check(f"{article.id}-typo", text=zhtexts.edit_chars(article.text, 1, seed=i))
         assert v.status == "unique" or v.distance == 0
+
+
+def test_exact_repeats_are_never_fingerprinted(deduper: Deduper) -> None:
+    deduper.check("first", text=ARTICLES[0].text)
+    prepared = deduper.fingerprinter.prepare("again", text=ARTICLES[0].text)
+    verdict = judge(prepared, deduper.store)
+    assert verdict.status == "exact" and verdict.fingerprint is None
+    assert "features" not in vars(prepared)  # the cached property was never computed
+
+
+def test_prepared_features_travel_through_pickle_without_the_fingerprinter(deduper: Deduper) -> None:
+    """What a worker process computes (issue 11) comes back usable; its caches stay behind."""
+    prepared = deduper.fingerprinter.prepare("a", text=ARTICLES[1].text)
+    features = prepared.features
+    copy = pickle.loads(pickle.dumps(prepared))
+    assert copy.fingerprinter is None and copy.features == features and copy.digest == prepared.digest
+    assert judge(copy, deduper.store) == judge(deduper.fingerprinter.prepare("a", text=ARTICLES[1].text),
+                                                 Deduper().store)
+    unprepared = pickle.loads(pickle.dumps(deduper.fingerprinter.prepare("b", text=ARTICLES[2].text)))
+    with pytest.raises(RuntimeError, match="not computed"):
+        _ = unprepared.fingerprint
+
+
+def test_the_near_rule_and_its_tie_break() -> None:
+    rule = NearRule(k=3, passage_share=0.2, passage_threshold=12)
+    assert rule.limit(True, 0, 10) == 3
+    assert rule.limit(False, 1, 10) == -1  # one shared passage is no evidence
+    assert rule.limit(False, 2, 10) == 9  # the minimum share: must agree more closely
+    assert rule.limit(True, 4, 10) == 12  # twice the share: the full passage threshold
+    assert closest([(4, 1, "b"), (3, 9, "c"), (3, 2, "a")]) == "a"  # closest, then oldest
+    assert closest([]) is None

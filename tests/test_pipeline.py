@@ -19,9 +19,12 @@ from typing import Any
 
 import pytest
 import zhtexts
+from scrapy.utils.test import get_crawler
 from zhtexts import news_page
 
 from scrapy_zhdedup import Deduper, EmptyTextError
+from scrapy_zhdedup.errors import ConfigError
+from scrapy_zhdedup.pipelines import ZhDedupPipeline
 
 TESTS = Path(__file__).resolve().parent
 HEARTBEAT = 0.05  # seconds between reactor heartbeat ticks in the crawl process
@@ -276,3 +279,17 @@ def test_item_without_the_annotation_fields_closes_the_spider_before_judging(ann
     assert "zhdedup cannot set 'dedup_status' on BareItem: declare the field, or rename/remove it in ZHDEDUP_FIELDS" \
         in stats["zhdedup/error"]
     assert "closing the spider, no item was judged" in annotate_crawls.log
+
+
+@pytest.mark.parametrize(("name", "backend"), [
+    ("embedded", "EmbeddedBackend"), ("scrapy_zhdedup.backends.EmbeddedBackend", "EmbeddedBackend")])
+def test_backend_is_loaded_by_name_or_dotted_path(name: str, backend: str) -> None:
+    pipeline = ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))
+    assert type(pipeline.backend).__name__ == backend
+    pipeline.backend._pool.stop()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["nosuch", "scrapy_zhdedup.backends.NoSuchBackend", "no_such_module.Backend"])
+def test_unknown_backend_is_a_config_error(name: str) -> None:
+    with pytest.raises(ConfigError, match="ZHDEDUP_BACKEND"):
+        ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))

@@ -1,0 +1,195 @@
+"""The backend's documents from their verdict until Elasticsearch searches can see them.
+
+Visibility.  A bulk is sent with ``refresh=true``, so once it returns its documents are visible to
+searches that start afterwards (``wait_for`` would cap a writer at one bulk per refresh interval).
+Each judgement notes how many batches were visible when its lookups started (:meth:`BulkBuffer.judging`)
+and, when deciding, also consults every local batch after those.  Batches leave memory only when no
+judgement in flight could still need them, so nothing falls between "in the local buffer" and
+"visible to search".  Batches are written one at a time, in order, by one task, so visibility
+advances batch by batch; a full batch, or the flush interval, seals the open one.
+
+The writer task never dies silently: if ``write`` raises (the dead-letter file cannot be written:
+the documents can go nowhere), the task stops and every later ``backpressure``, ``flush`` and
+``raise_if_failed`` raises that error, instead of waiting forever for a writer that is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scrapy_zhdedup.bandindex import BandIndex
+from scrapy_zhdedup.bands import BandLayout
+from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.judge import Match, NearRule
+from scrapy_zhdedup.keytable import KeyTable
+from scrapy_zhdedup.store import nearest_with_passages
+
+from .writer import Action
+
+MAX_SEALED = 2  # full batches waiting for the writer before judgements wait (backpressure)
+PENDING_AGE = 1  # age rank of a buffered document: younger than anything Elasticsearch holds (rank 0)
+
+
+@dataclass
+class PendingBatch:
+    """Documents for one bulk request, indexed locally until searches can see them."""
+
+    seq: int
+    layout: BandLayout
+    actions: list[Action] = field(default_factory=list)
+    hashes: dict[str, Match] = field(default_factory=dict)
+    rows: list[Match] = field(default_factory=list)
+    done: bool = False
+
+    def __post_init__(self) -> None:
+        self.near = BandIndex(self.layout)
+        self.passages = KeyTable(np.uint32)
+
+    def add(self, digest: str, own: Match, fp: int, passages: list[int]) -> None:
+        self.hashes[digest] = own
+        row = self.near.add(fp)
+        self.passages.add_many(passages, row)
+        self.rows.append(own)
+
+
+class BulkBuffer:
+    def __init__(self, layout: BandLayout, rule: NearRule, *, bulk_size: int, flush_interval: float,
+                 write: Callable[[PendingBatch], Awaitable[None]]) -> None:
+        """``write(batch)`` sends one sealed batch and dead-letters what fails; if it raises, writing stops."""
+        self.layout, self.rule = layout, rule
+        self.bulk_size, self.flush_interval = bulk_size, flush_interval
+        self._write = write
+        self.batches: deque[PendingBatch] = deque([PendingBatch(0, layout)])  # oldest kept .. open
+        self._sealed: deque[PendingBatch] = deque()
+        self._visible_upto = 0  # batches with seq below this are visible to every new lookup
+        self._active: Counter[int] = Counter()  # judgements in flight, by the _visible_upto they started at
+        self._wake = asyncio.Event()
+        self._written = asyncio.Condition()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._failure: Exception | None = None  # why the writer task stopped
+
+    @property
+    def open(self) -> PendingBatch:
+        return self.batches[-1]
+
+    # -- what judgements see -------------------------------------------------------------------------
+
+    @contextmanager
+    def judging(self) -> Iterator[int]:
+        """One judgement in flight; yields the first batch its lookups may not see."""
+        since = self._visible_upto
+        self._active[since] += 1
+        try:
+            yield since
+        finally:
+            self._active[since] -= 1
+            if not self._active[since]:
+                del self._active[since]
+            self._forget_written()
+
+    def exact(self, digest: str) -> Match | None:
+        for batch in self.batches:
+            match = batch.hashes.get(digest)
+            if match is not None:
+                return match
+        return None
+
+    def near(self, fp: int, passages: list[int], since: int) -> list[tuple[int, Any, Match]]:
+        """Accepted candidates among the batches a lookup that started at ``since`` could not see."""
+        found = []
+        for batch in self.batches:
+            if batch.seq < since:
+                continue
+            hit = nearest_with_passages(batch.near, batch.passages, fp, passages, self.rule)
+            if hit is not None:
+                row = batch.rows[hit.row]
+                found.append((hit.distance, (PENDING_AGE, batch.seq, hit.row),
+                              Match(row.doc_id, row.cluster, hit.distance)))
+        return found
+
+    def _forget_written(self) -> None:
+        floor = min(self._active, default=self._visible_upto)
+        while self.batches[0].done and self.batches[0].seq < floor:
+            self.batches.popleft()
+
+    # -- filling and writing ---------------------------------------------------------------------------
+
+    def enqueue(self, action: Action) -> None:
+        batch = self.open
+        batch.actions.append(action)
+        if len(batch.actions) >= self.bulk_size:
+            self.seal()
+
+    def seal(self) -> None:
+        """Hand the open batch to the writer task and open a new one."""
+        batch = self.open
+        if not batch.actions:
+            return
+        self._sealed.append(batch)
+        self.batches.append(PendingBatch(batch.seq + 1, self.layout))
+        self._wake.set()
+
+    async def backpressure(self) -> None:
+        """Wait while the writer is ``MAX_SEALED`` batches behind."""
+        if len(self._sealed) >= MAX_SEALED:
+            async with self._written:
+                await self._written.wait_for(lambda: len(self._sealed) < MAX_SEALED or self._failure is not None)
+        self.raise_if_failed()
+
+    async def flush(self) -> None:
+        """Write everything buffered and wait until it is visible to searches."""
+        # A batch sealed by size may still be on its way; writing can enqueue more (annotated losers of a 409 race).
+        while self.open.actions or self._sealed:
+            self.raise_if_failed()
+            self.seal()
+            async with self._written:
+                await self._written.wait_for(lambda: not self._sealed or self._failure is not None)
+        self.raise_if_failed()
+
+    def raise_if_failed(self) -> None:
+        """Raise the writer's error, with how many judged documents it leaves unwritten."""
+        if self._failure is not None:
+            unwritten = sum(len(batch.actions) for batch in self._sealed) + len(self.open.actions)
+            kind = type(self._failure) if isinstance(self._failure, ZhDedupError) else ZhDedupError
+            raise kind(f"{self._failure}; {unwritten} more judged document(s) not stored") from self._failure
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._writer()), loop.create_task(self._timer())]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _timer(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_interval)
+            self.seal()
+
+    async def _writer(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._sealed:
+                batch = self._sealed[0]
+                try:
+                    await self._write(batch)
+                except Exception as exc:
+                    self._failure = exc
+                    async with self._written:
+                        self._written.notify_all()
+                    return
+                batch.done = True
+                self._visible_upto = batch.seq + 1
+                self._sealed.popleft()
+                self._forget_written()
+                async with self._written:
+                    self._written.notify_all()
