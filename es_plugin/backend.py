@@ -56,7 +56,7 @@ from .client import EsUnavailableError, acheck_reachable, make_async_client, red
 from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
 from .lookups import EsAnswers, EsLookups, query_passages, repeat_id
 from .steps import adrive
-from .template import ainstall, zhdedup_fields
+from .template import ainstall, fingerprint_settings, zhdedup_fields
 from .writer import Action, BulkWriter, EsStats, RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -235,7 +235,8 @@ class ElasticsearchBackend:
             await acheck_reachable(self._client, self.es.es_url)
             # creating an index can take longer than a lookup's timeout
             setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))
-            report = await ainstall(setup, self.index, self.layout, replace=False)
+            report = await ainstall(setup, self.index, self.layout, replace=False,
+                                    fingerprint=fingerprint_settings(self.dedup))
             logger.info("zhdedup: Elasticsearch index %s: template %s, index %s", self.index,
                         report["template_action"], report["index_action"])
             self.buffer.start()

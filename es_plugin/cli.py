@@ -152,7 +152,7 @@ def _print(data: Any) -> None:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from .template import install
+    from .template import fingerprint_settings, install
 
     user_properties = None
     if args.mapping:
@@ -163,8 +163,9 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.shards < 1:
         raise ConfigError("--shards must be at least 1")
     with _client(args) as client:
-        report = install(client, args.es_index, from_args(DedupConfig, args).layout, user_properties,
-                         settings={"index": {"number_of_shards": args.shards}})
+        dedup = from_args(DedupConfig, args)
+        report = install(client, args.es_index, dedup.layout, user_properties,
+                         settings={"index": {"number_of_shards": args.shards}}, fingerprint=fingerprint_settings(dedup))
     print(f"template {report['template']}: {report['template_action']} (version {report['template_version']}); "
           f"index {report['index']}: {report['index_action']}; layout {report['layout']}")
     return 0

@@ -2,7 +2,11 @@
 
 The band layout decides which keyword fields hold the band keys.  A client with another layout would
 query fields that hold other keys and silently find nothing, so the layout is stored in the mapping's
-``_meta.zhdedup`` and every client compares it with its own before the first lookup.
+``_meta.zhdedup`` and every client compares it with its own before the first lookup.  The same holds
+for the fingerprint settings (features, shingle size, t2s, extractor, passage size ...): hashes,
+fingerprints and passage keys computed under other settings never match the stored ones, so they are
+recorded too (``fingerprint``) and a client with other settings is refused, naming each difference.
+An index from before they were recorded has none and is not checked.
 
 Each operation is written once, as :data:`~es_plugin.steps.Steps`, and run by the sync or the async
 driver, so the ``es`` CLI (sync client) and the backend (async client) share every check.
@@ -19,6 +23,7 @@ from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch, No
 
 from scrapy_zhdedup import __version__
 from scrapy_zhdedup.bands import BandLayout
+from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ConfigError, LayoutMismatchError, ZhDedupError
 from scrapy_zhdedup.judge import Verdict
 
@@ -26,6 +31,15 @@ from .steps import Steps, adrive, drive
 
 TEMPLATE_VERSION = 1
 PRIORITY = 500  # above the usual catch-all templates, so ours is the one applied to the index
+
+
+FINGERPRINT_SETTINGS = ("features", "short_text_chars", "shingle_size", "traditional_to_simplified", "extractor",
+                        "max_chars", "passages", "passage_chars")
+
+
+def fingerprint_settings(config: DedupConfig) -> dict[str, Any]:
+    """The settings that change what is computed per document, as recorded in ``_meta.zhdedup.fingerprint``."""
+    return {name: getattr(config, name) for name in FINGERPRINT_SETTINGS}
 
 
 class EsIndexError(ZhDedupError):
@@ -56,9 +70,12 @@ def dedup_properties(layout: BandLayout) -> dict[str, Any]:
     return {"zhdedup": {"dynamic": "strict", "properties": props}}
 
 
-def _meta(layout: BandLayout) -> dict[str, Any]:
-    return {"zhdedup": {"template_version": TEMPLATE_VERSION, "layout": layout.to_dict(),
-                        "package_version": __version__}}
+def _meta(layout: BandLayout, fingerprint: dict[str, Any] | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"template_version": TEMPLATE_VERSION, "layout": layout.to_dict(),
+                            "package_version": __version__}
+    if fingerprint is not None:
+        meta["fingerprint"] = fingerprint
+    return {"zhdedup": meta}
 
 
 def _body_digest(body: dict[str, Any]) -> str:
@@ -66,7 +83,7 @@ def _body_digest(body: dict[str, Any]) -> str:
 
 
 def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any] | None = None, *,
-                  settings: dict[str, Any] | None = None) -> dict[str, Any]:
+                  settings: dict[str, Any] | None = None, fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
     """``PUT _index_template`` body for exactly ``index`` (the pattern is the name, no wildcard).
 
     ``user_properties`` map the item's own fields; ``settings`` default to one shard, since every
@@ -79,10 +96,10 @@ def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any
         "index_patterns": [index],
         "priority": PRIORITY,
         "version": TEMPLATE_VERSION,
-        "_meta": _meta(layout),
+        "_meta": _meta(layout, fingerprint),
         "template": {
             "settings": settings if settings is not None else {"index": {"number_of_shards": 1}},
-            "mappings": {"_meta": _meta(layout),
+            "mappings": {"_meta": _meta(layout, fingerprint),
                          "properties": {**(user_properties or {}), **dedup_properties(layout)}},
         },
     }
@@ -120,8 +137,9 @@ def _describe(layout: BandLayout) -> str:
     return f"threshold (k) {layout.k}, bands (blocks) {layout.blocks}"
 
 
-def check_mappings(index: str, mappings: dict[str, Any], layout: BandLayout) -> None:
-    """Raise unless every concrete index in a ``GET _mapping`` answer fits ``layout``."""
+def check_mappings(index: str, mappings: dict[str, Any], layout: BandLayout,
+                   fingerprint: dict[str, Any] | None = None) -> None:
+    """Raise unless every concrete index in a ``GET _mapping`` answer fits ``layout`` (and ``fingerprint``)."""
     for concrete, entry in sorted(mappings.items()):
         mapping = entry.get("mappings", {})
         field = mapping.get("properties", {}).get("zhdedup")
@@ -155,6 +173,15 @@ def check_mappings(index: str, mappings: dict[str, Any], layout: BandLayout) -> 
                 f"ZHDEDUP_BANDS={theirs.blocks} (--threshold/--bands) to use this index, or point "
                 f"ZHDEDUP_ES_INDEX (--index) at a new index for the new layout."
             )
+        recorded = meta.get("fingerprint")
+        if fingerprint is not None and isinstance(recorded, dict):
+            differing = [f"{name}: index {recorded.get(name)!r}, this client {value!r}"
+                         for name, value in fingerprint.items() if recorded.get(name) != value]
+            if differing:
+                raise LayoutMismatchError(
+                    f"index {concrete!r} was built with other fingerprint settings ({'; '.join(differing)}); its "
+                    f"documents would silently stop matching. Use the index's settings (ZHDEDUP_<NAME> / --<name>), "
+                    f"or point ZHDEDUP_ES_INDEX (--index) at a new index for the new settings.")
         actual = field["properties"] if field else {}
         expected = dedup_properties(layout)["zhdedup"]["properties"]
         wrong = [f"zhdedup.{name} is {actual.get(name, {}).get('type', 'missing')} (needs {spec['type']})"
@@ -184,12 +211,12 @@ def _get_template(name: str) -> Steps:
     return found[0]["index_template"] if found else None
 
 
-def _ensure_layout(index: str, layout: BandLayout) -> Steps:
+def _ensure_layout(index: str, layout: BandLayout, fingerprint: dict[str, Any] | None = None) -> Steps:
     mappings = yield from _get_mappings(index)
     if mappings is None:
         raise EsIndexError(f"index {index!r} does not exist: create it with `zhdedup es install` "
                            f"(the Scrapy backend creates it on start)")
-    check_mappings(index, mappings, layout)
+    check_mappings(index, mappings, layout, fingerprint)
     return None
 
 
@@ -208,15 +235,15 @@ def _user_properties(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | None,
-             settings: dict[str, Any] | None, replace: bool) -> Steps:
+             settings: dict[str, Any] | None, replace: bool, fingerprint: dict[str, Any] | None) -> Steps:
     name = template_name(index)
     mappings = yield from _get_mappings(index)
     if mappings is not None:
-        check_mappings(index, mappings, layout)  # before the template is touched
+        check_mappings(index, mappings, layout, fingerprint)  # before the template is touched
     current = yield from _get_template(name)
     if user_properties is None and current is not None:
         user_properties = _user_properties(current)  # re-installing must not drop the user's mapping
-    body = template_body(index, layout, user_properties, settings=settings)
+    body = template_body(index, layout, user_properties, settings=settings, fingerprint=fingerprint)
     if current is None:
         template_action = "created"
     elif current.get("_meta", {}).get("zhdedup", {}).get("body_sha256") == body["_meta"]["zhdedup"]["body_sha256"]:
@@ -233,7 +260,7 @@ def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | N
             if exc.error != "resource_already_exists_exception":  # another writer may create it first
                 raise
             index_action = "exists"
-        yield from _ensure_layout(index, layout)  # a template with a higher priority would have won
+        yield from _ensure_layout(index, layout, fingerprint)  # a template with a higher priority would have won
     elif template_action == "updated":
         mapping = body["template"]["mappings"]
         try:
@@ -287,21 +314,23 @@ def _status(index: str, layout: BandLayout | None) -> Steps:
 
 
 def install(client: Elasticsearch, index: str, layout: BandLayout, user_properties: dict[str, Any] | None = None,
-            *, settings: dict[str, Any] | None = None, replace: bool = True) -> dict[str, Any]:
+            *, settings: dict[str, Any] | None = None, replace: bool = True,
+            fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
     """Put the template (only if missing or different) and create the index if missing; report what was done.
 
     ``user_properties=None`` keeps the item mapping of an installed template.  With ``replace=False``
     an installed template is never changed (``template_action: "kept"``), as the backend does on start
     so it cannot undo an administrator's ``es install``.  Raises :class:`LayoutMismatchError` or
     :class:`EsIndexError` when an existing index does not fit, before anything is changed.
+    ``fingerprint`` (:func:`fingerprint_settings`) is recorded in a new index and checked on an existing one.
     """
-    return drive(client, _install(index, layout, user_properties, settings, replace))
+    return drive(client, _install(index, layout, user_properties, settings, replace, fingerprint))
 
 
 async def ainstall(client: AsyncElasticsearch, index: str, layout: BandLayout,
                    user_properties: dict[str, Any] | None = None, *, settings: dict[str, Any] | None = None,
-                   replace: bool = True) -> dict[str, Any]:
-    return await adrive(client, _install(index, layout, user_properties, settings, replace))
+                   replace: bool = True, fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
+    return await adrive(client, _install(index, layout, user_properties, settings, replace, fingerprint))
 
 
 def read_meta(client: Elasticsearch, index: str) -> dict[str, Any] | None:

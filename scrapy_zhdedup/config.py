@@ -28,9 +28,10 @@ T = TypeVar("T", bound="DataclassInstance")
 
 def option(default: Any, help: str, *, flag: str = "", secret: bool = False, group: str = "") -> Any:
     """A config field with what its command-line option needs: help text, a flag where it is not
-    ``--field-name``, ``secret`` (never show the value), ``group`` (which commands offer it).
-    A ``Literal`` type gives the choices."""
-    return dataclasses.field(default=default, metadata={"help": help, "flag": flag, "secret": secret, "group": group})
+    ``--field-name``, ``secret`` (never show the value: not in --help, not in the dataclass repr),
+    ``group`` (which commands offer it).  A ``Literal`` type gives the choices."""
+    return dataclasses.field(default=default, repr=not secret,
+                             metadata={"help": help, "flag": flag, "secret": secret, "group": group})
 
 
 @dataclasses.dataclass(frozen=True)
