@@ -133,10 +133,8 @@ def keep_only(path: Path, kept: list[dict[str, Any]], read_upto: int) -> None:
         appended = fh.read()[read_upto:]
         head = "".join((r["unreadable"] if "unreadable" in r else json.dumps(r, ensure_ascii=False)) + "\n"
                        for r in kept).encode("utf-8")
-        if head or appended:
-            def write(out: IO[bytes]) -> None:
-                out.write(head + appended)
 
-            atomic_write(path, write)
-        else:
-            path.unlink()
+        def write(out: IO[bytes]) -> None:
+            out.write(head + appended)
+
+        atomic_write(path, write)  # an empty file: nothing left to replay

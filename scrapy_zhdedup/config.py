@@ -103,8 +103,9 @@ class EsConfig:
     es_flush_interval: float = option(5.0, "seconds before a partly filled bulk is written", group=WRITING)
     es_max_retries: int = option(5, "retries, with exponential backoff, before a document is dead-lettered",
                                  group=WRITING)
-    es_dead_letter: str = option("", "JSONL file for documents Elasticsearch rejects for good "
-                                     "(default ./zhdedup-dead-letter.jsonl)", group=WRITING)
+    es_dead_letter: str = option("", "JSONL file for documents not judged or not stored (default: "
+                                     "zhdedup-dead-letter.jsonl beside JOBDIR or the checkpoints, else in ./)",
+                                 group=WRITING)
 
 
 def from_settings(cls: type[T], settings: Mapping[str, Any] | Any) -> T:
