@@ -30,6 +30,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -105,6 +106,19 @@ def zhdedup_cmd(*args: str | Path) -> list[str]:
     return [sys.executable, "-m", "scrapy_zhdedup.cli", *map(str, args)]
 
 
+@contextmanager
+def running(cmd: list[str], log: Path, cwd: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A process with its output in ``log``: a pipe nobody reads while a fault is injected would stall it."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
 def zhdedup(*args: str | Path, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(zhdedup_cmd(*args), capture_output=True, text=True, timeout=timeout, check=False)
 
@@ -157,7 +171,7 @@ def _http(method: str, url: str, body: dict[str, Any] | None = None) -> dict[str
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=60) as response:
-        return json.load(response)  # type: ignore[no-any-return]
+        return json.load(response)
 
 
 def doc_count(url: str, index: str) -> int:
@@ -188,7 +202,7 @@ def drop_index(client: Elasticsearch, index: str) -> None:
     client.options(ignore_status=404).indices.delete_index_template(name=f"zhdedup-{index}")
 
 
-def wait_for(condition: Any, proc: subprocess.Popen[str], what: str) -> None:
+def wait_for(condition: Any, proc: subprocess.Popen[bytes], what: str) -> None:
     """Poll ``condition`` while ``proc`` runs; the test cannot inject its fault if the run ended first."""
     deadline = time.monotonic() + RUN_TIMEOUT
     while not condition():
@@ -267,19 +281,15 @@ def test_ingest_through_a_node_crash_loses_nothing(fault_node: FaultNode, refere
     src = write_corpus(tmp_path / "corpus.jsonl", corpus())
     dead = tmp_path / "dead.jsonl"
     args = ingest_args(url, index, src, tmp_path, dead)
-    proc = subprocess.Popen(zhdedup_cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with running(zhdedup_cmd(*args), tmp_path / "ingest.log") as proc:
         wait_for(lambda: doc_count(url, index) >= len(corpus()) // 3, proc, "a third of the corpus stored")
         fault_node.kill()
         fault_node.restart()
-        out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        proc.wait(timeout=RUN_TIMEOUT)
+    out = (tmp_path / "ingest.log").read_text(encoding="utf-8")
     # The node was down longer than the retries last: the run must not report success.
-    assert proc.returncode != 0, out + err
-    assert "Traceback" not in err, err[-3000:]
+    assert proc.returncode != 0, out[-3000:]
+    assert "Traceback" not in out and str(dead) in out, out[-3000:]
 
     rerun = zhdedup(*args)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
@@ -299,24 +309,20 @@ def test_crawl_through_a_node_crash_loses_nothing(fault_node: FaultNode, site: s
     url, index = fault_node.url, f"fault-crawl-{uuid.uuid4().hex[:8]}"
     records = corpus()[: 2 * (CHUNK + SPACING)]
     urls = [f"{site}{r['id']}.html" for r in records]
+    # paced so that the node is down while pages are still coming (a restart takes tens of seconds)
     settings = es_settings(url, index, tmp_path, ZHDEDUP_MODE="annotate", ZHDEDUP_ES_MAX_RETRIES=2,
-                           ZHDEDUP_ES_TIMEOUT=5)
-    proc = subprocess.Popen(crawl_cmd(urls, tmp_path, settings), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
-    try:
-        wait_for(lambda: doc_count(url, index) >= len(records) // 3, proc, "a third of the pages stored")
+                           ZHDEDUP_ES_TIMEOUT=5, DOWNLOAD_DELAY=0.4, RANDOMIZE_DOWNLOAD_DELAY=False)
+    with running(crawl_cmd(urls, tmp_path, settings), tmp_path / "crawl.log", cwd=tmp_path) as proc:
+        wait_for(lambda: doc_count(url, index) >= len(records) // 5, proc, "a fifth of the pages stored")
         fault_node.kill()
         fault_node.restart()
-        log, _ = proc.communicate(timeout=RUN_TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        proc.wait(timeout=RUN_TIMEOUT)
+    log = (tmp_path / "crawl.log").read_text(encoding="utf-8")
     result = _crawl_result(tmp_path, proc.returncode, log).result
     assert result is not None, log[-5000:]
     dead = tmp_path / "dead.jsonl"
     letters = dead_lines(dead)
-    assert letters, "the node was down longer than the retries: some items must be dead-lettered"
+    assert letters, f"the node was down longer than the retries: some items must be dead-lettered\n{log[-5000:]}"
     stats = result["stats"]
     assert stats.get("zhdedup/dead_letter") == len(letters), {k: v for k, v in stats.items() if "zhdedup" in k}
     assert f"zhdedup es replay {dead}" in log  # the log says how to get them back
@@ -388,21 +394,18 @@ def test_dead_letter_location_lost_mid_ingest_fails_loudly(es_url: str, index: s
     letters_dir = tmp_path / "letters"
     letters_dir.mkdir()
     dead = letters_dir / "dead.jsonl"
-    proc = subprocess.Popen(zhdedup_cmd(*ingest_args(es_url, index, src, tmp_path, dead)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: doc_count(es_url, index) >= len(corpus()) // 4, proc, "a quarter of the corpus stored")
-        shutil.rmtree(letters_dir)
-        letters_dir.write_text("the dead-letter directory is gone\n")
-        set_write_block(es_url, index, True)
-        out, err = proc.communicate(timeout=300)  # the retries take seconds; a hang takes forever
+        with running(zhdedup_cmd(*ingest_args(es_url, index, src, tmp_path, dead)), tmp_path / "ingest.log") as proc:
+            wait_for(lambda: doc_count(es_url, index) >= len(corpus()) // 4, proc, "a quarter of the corpus stored")
+            shutil.rmtree(letters_dir)
+            letters_dir.write_text("the dead-letter directory is gone\n")
+            set_write_block(es_url, index, True)
+            proc.wait(timeout=300)  # the retries take seconds; a hang takes forever
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
         set_write_block(es_url, index, False)
-    assert proc.returncode != 0, out + err
-    assert str(dead) in err and "Traceback" not in err, err[-3000:]
+    out = (tmp_path / "ingest.log").read_text(encoding="utf-8")
+    assert proc.returncode != 0, out[-3000:]
+    assert str(dead) in out and "Traceback" not in out, out[-3000:]
     letters_dir.unlink()
     letters_dir.mkdir()
     rerun = zhdedup(*ingest_args(es_url, index, src, tmp_path, dead))
@@ -429,20 +432,18 @@ def test_write_block_mid_ingest_dead_letters_then_replay_stores(es_url: str, ind
     src = write_corpus(tmp_path / "corpus.jsonl", corpus())
     dead = tmp_path / "dead.jsonl"
     args = ingest_args(es_url, index, src, tmp_path, dead)
-    proc = subprocess.Popen(zhdedup_cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: doc_count(es_url, index) >= len(corpus()) // 4, proc, "a quarter of the corpus stored")
-        set_write_block(es_url, index, True)
-        out, err = proc.communicate(timeout=RUN_TIMEOUT)
+        with running(zhdedup_cmd(*args), tmp_path / "ingest.log") as proc:
+            wait_for(lambda: doc_count(es_url, index) >= len(corpus()) // 4, proc, "a quarter of the corpus stored")
+            set_write_block(es_url, index, True)
+            proc.wait(timeout=RUN_TIMEOUT)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
         set_write_block(es_url, index, False)
+    out = (tmp_path / "ingest.log").read_text(encoding="utf-8")
     letters = dead_lines(dead)
-    assert proc.returncode != 0 and letters, out + err
+    assert proc.returncode != 0 and letters, out[-3000:]
     assert any(line["status"] == 403 and "cluster_block_exception" in line["reason"] for line in letters)
-    assert f"{len(letters)} documents" in err and str(dead) in err, err[-3000:]  # the count, and where
+    assert f"{len(letters)} documents" in out and str(dead) in out, out[-3000:]  # the count, and where
 
     replayed = replay(es_url, index, dead)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
@@ -455,20 +456,16 @@ def test_short_write_block_is_retried_without_dead_letters(es_url: str, index: s
                                                            tmp_path: Path) -> None:
     src = write_corpus(tmp_path / "corpus.jsonl", corpus())
     dead = tmp_path / "dead.jsonl"
-    proc = subprocess.Popen(zhdedup_cmd(*ingest_args(es_url, index, src, tmp_path, dead)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: doc_count(es_url, index) >= BULK, proc, "the first bulk stored")
-        set_write_block(es_url, index, True)
-        time.sleep(0.2)  # shorter than the first retry's back-off: a bulk in between gets one 403 at most
-        set_write_block(es_url, index, False)
-        out, err = proc.communicate(timeout=RUN_TIMEOUT)
+        with running(zhdedup_cmd(*ingest_args(es_url, index, src, tmp_path, dead)), tmp_path / "ingest.log") as proc:
+            wait_for(lambda: doc_count(es_url, index) >= BULK, proc, "the first bulk stored")
+            set_write_block(es_url, index, True)
+            time.sleep(0.2)  # shorter than the first retry's back-off: a bulk in between gets one 403 at most
+            set_write_block(es_url, index, False)
+            proc.wait(timeout=RUN_TIMEOUT)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
         set_write_block(es_url, index, False)
-    assert proc.returncode == 0, out + err
+    assert proc.returncode == 0, (tmp_path / "ingest.log").read_text(encoding="utf-8")[-3000:]
     assert not dead_lines(dead)
     assert_nothing_lost(es_url, index, reference)
 
