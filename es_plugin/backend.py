@@ -49,6 +49,7 @@ from scrapy_zhdedup.config import DedupConfig, EsConfig, PipelineConfig, from_se
 from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, StoreUnavailableError, ZhDedupError
 from scrapy_zhdedup.judge import Match, NearRule, Prepared, Verdict, judge, verdict_for
+from scrapy_zhdedup.storemeta import fingerprint_settings
 from scrapy_zhdedup.text import decode_html
 
 from .buffer import BulkBuffer, PendingBatch
@@ -56,7 +57,7 @@ from .client import EsUnavailableError, acheck_reachable, make_async_client, red
 from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
 from .lookups import EsAnswers, EsLookups, query_passages, repeat_id
 from .steps import adrive
-from .template import ainstall, fingerprint_settings, zhdedup_fields
+from .template import ainstall, zhdedup_fields
 from .writer import Action, BulkWriter, EsStats, RetryPolicy
 
 logger = logging.getLogger(__name__)

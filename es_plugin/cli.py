@@ -152,7 +152,9 @@ def _print(data: Any) -> None:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from .template import fingerprint_settings, install
+    from scrapy_zhdedup.storemeta import fingerprint_settings
+
+    from .template import install
 
     user_properties = None
     if args.mapping:

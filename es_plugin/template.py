@@ -5,7 +5,8 @@ query fields that hold other keys and silently find nothing, so the layout is st
 ``_meta.zhdedup`` and every client compares it with its own before the first lookup.  The same holds
 for the fingerprint settings (features, shingle size, t2s, extractor, passage size ...): hashes,
 fingerprints and passage keys computed under other settings never match the stored ones, so they are
-recorded too (``fingerprint``) and a client with other settings is refused, naming each difference.
+recorded too (``fingerprint``, the embedded store's list: storemeta.py) and a client with other
+settings is refused, naming each difference.
 An index from before they were recorded has none and is not checked.
 
 Each operation is written once, as :data:`~es_plugin.steps.Steps`, and run by the sync or the async
@@ -23,7 +24,6 @@ from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch, No
 
 from scrapy_zhdedup import __version__
 from scrapy_zhdedup.bands import BandLayout
-from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ConfigError, LayoutMismatchError, ZhDedupError
 from scrapy_zhdedup.judge import Verdict
 
@@ -31,15 +31,6 @@ from .steps import Steps, adrive, drive
 
 TEMPLATE_VERSION = 1
 PRIORITY = 500  # above the usual catch-all templates, so ours is the one applied to the index
-
-
-FINGERPRINT_SETTINGS = ("features", "short_text_chars", "shingle_size", "traditional_to_simplified", "extractor",
-                        "max_chars", "passages", "passage_chars")
-
-
-def fingerprint_settings(config: DedupConfig) -> dict[str, Any]:
-    """The settings that change what is computed per document, as recorded in ``_meta.zhdedup.fingerprint``."""
-    return {name: getattr(config, name) for name in FINGERPRINT_SETTINGS}
 
 
 class EsIndexError(ZhDedupError):
@@ -322,7 +313,7 @@ def install(client: Elasticsearch, index: str, layout: BandLayout, user_properti
     an installed template is never changed (``template_action: "kept"``), as the backend does on start
     so it cannot undo an administrator's ``es install``.  Raises :class:`LayoutMismatchError` or
     :class:`EsIndexError` when an existing index does not fit, before anything is changed.
-    ``fingerprint`` (:func:`fingerprint_settings`) is recorded in a new index and checked on an existing one.
+    ``fingerprint`` (``storemeta.fingerprint_settings``) is recorded in a new index and checked on an existing one.
     """
     return drive(client, _install(index, layout, user_properties, settings, replace, fingerprint))
 

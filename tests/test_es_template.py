@@ -13,7 +13,6 @@ from es_plugin.template import (
     EsIndexError,
     dedup_properties,
     ensure_layout,
-    fingerprint_settings,
     install,
     read_meta,
     status,
@@ -25,6 +24,7 @@ from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import LayoutMismatchError
 from scrapy_zhdedup.judge import Verdict
+from scrapy_zhdedup.storemeta import fingerprint_settings
 
 pytestmark = pytest.mark.es
 
