@@ -46,7 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import AsyncElasticsearch
+from elastic_transport import TransportError
+from elasticsearch import ApiError, AsyncElasticsearch
 
 from es_plugin.backend import ElasticsearchBackend
 from scrapy_zhdedup.config import DedupConfig, EsConfig
@@ -59,6 +60,8 @@ from scrapy_zhdedup.text import decode_html
 from .checkpoint import Checkpoint
 from .client import EsUnavailableError, make_async_client
 from .deadletter import DEFAULT_NAME
+from .steps import adrive
+from .writer import EsStats, RetryPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -208,9 +211,9 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
         for source, kind in sources:
             state = open_checkpoint(checkpoint_dir, es.es_index, source.resolve(), kind, restart)
             reports.append(await _ingest_one(backend, client, reader, source, state, es, concurrency, progress))
-    except EsUnavailableError as exc:
+    except (EsUnavailableError, TransportError, ApiError) as exc:
         if not backend.dead_lettered:
-            raise
+            raise  # nothing judged since the checkpoint is lost: the checkpoint says where to go on
         raise IngestStopped(f"{exc}. {_stopped(backend)}") from exc
     finally:
         try:
@@ -252,7 +255,7 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
         items = reader.html_dir(source, files, at["position"])
     else:
         items = reader.jsonl(source, at["position"])
-    stream = skip_stored(items, client, es.es_index, es.es_bulk_size, counts)
+    stream = skip_stored(items, client, es.es_index, es.es_bulk_size, counts, RetryPolicy(es.es_max_retries))
     await store(backend, stream, reader, state, counts, es.es_bulk_size, concurrency, progress)
     return {**report, **counts, "done": True}
 
@@ -323,14 +326,15 @@ def _stopped(backend: ElasticsearchBackend) -> str:
 
 
 async def skip_stored(items: Iterator[Item], client: AsyncElasticsearch, index: str, window: int,
-                       counts: Counter[str]) -> AsyncIterator[Item]:
-    """Items whose id the index does not hold yet, looked up ``window`` at a time."""
-    await client.indices.refresh(index=index, ignore_unavailable=True)  # a killed run's last bulk
+                      counts: Counter[str], policy: RetryPolicy) -> AsyncIterator[Item]:
+    """Items whose id the index does not hold yet, looked up ``window`` at a time (retried like every lookup)."""
+    await adrive(client, policy.call(lambda c: c.indices.refresh(index=index, ignore_unavailable=True),
+                                     EsStats()))  # a killed run's last bulk
     while True:
         head = list(itertools.islice(items, window))
         if not head:
             return
-        stored = await stored_ids(client, index, [i.doc_id for i in head])
+        stored = await stored_ids(client, index, [i.doc_id for i in head], policy)
         for item in head:
             if item.doc_id in stored:
                 counts["already_stored"] += 1
@@ -338,9 +342,10 @@ async def skip_stored(items: Iterator[Item], client: AsyncElasticsearch, index: 
                 yield item
 
 
-async def stored_ids(client: AsyncElasticsearch, index: str, ids: list[str]) -> set[str]:
+async def stored_ids(client: AsyncElasticsearch, index: str, ids: list[str], policy: RetryPolicy) -> set[str]:
     """Which of ``ids`` the index holds (one ``terms`` aggregation)."""
     unique = list(dict.fromkeys(ids))
-    resp = await client.search(index=index, size=0, ignore_unavailable=True, aggs={
-        "stored": {"terms": {"field": "zhdedup.doc_id", "include": unique, "size": max(1, len(unique))}}})
+    aggs = {"stored": {"terms": {"field": "zhdedup.doc_id", "include": unique, "size": max(1, len(unique))}}}
+    resp = await adrive(client, policy.call(
+        lambda c: c.search(index=index, size=0, ignore_unavailable=True, aggs=aggs), EsStats()))
     return {b["key"] for b in resp.get("aggregations", {}).get("stored", {}).get("buckets", [])}

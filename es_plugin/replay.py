@@ -34,6 +34,7 @@ from .checkpoint import Checkpoint
 from .client import make_async_client
 from .deadletter import keep_only, read
 from .ingest import Item, Reader, skip_stored, store, stored_ids
+from .writer import RetryPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +67,11 @@ async def _replay(path: Path, dedup: DedupConfig, es: EsConfig, mode: str, text_
     errors: list[BadRecordError] = []
     reader = Reader(Fingerprinter(dedup), False, errors)
     items = iter([_item(records[i], path, i + 1, text_field, html_field) for i in mine])
+    policy = RetryPolicy(es.es_max_retries)
     finished = False
     try:
         await backend.open()
-        stream = skip_stored(items, client, es.es_index, es.es_bulk_size, counts)
+        stream = skip_stored(items, client, es.es_index, es.es_bulk_size, counts, policy)
         await store(backend, stream, reader, Checkpoint(None, {}, {"position": 0, "done": False}), counts,
                     es.es_bulk_size, 1, None)
         finished = True
@@ -89,7 +91,7 @@ async def _replay(path: Path, dedup: DedupConfig, es: EsConfig, mode: str, text_
 async def _now_stored(client: AsyncElasticsearch, index: str, records: list[dict[str, Any]],
                       mine: list[int]) -> set[int]:
     try:
-        held = await stored_ids(client, index, [str(records[i]["doc_id"]) for i in mine])
+        held = await stored_ids(client, index, [str(records[i]["doc_id"]) for i in mine], RetryPolicy())
     except Exception as exc:  # the node is why we stopped: keep every line for the next replay
         logger.warning("could not tell which replayed documents were stored (%s); the file keeps them all", exc)
         return set()

@@ -289,7 +289,9 @@ def test_ingest_through_a_node_crash_loses_nothing(fault_node: FaultNode, refere
     out = (tmp_path / "ingest.log").read_text(encoding="utf-8")
     # The node was down longer than the retries last: the run must not report success.
     assert proc.returncode != 0, out[-3000:]
-    assert "Traceback" not in out and str(dead) in out, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    if dead_lines(dead):  # the node may also go down between two bulks, with nothing in flight
+        assert str(dead) in out, out[-3000:]
 
     rerun = zhdedup(*args)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
