@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.errors import StoreFailedError
 from scrapy_zhdedup.persist import atomic_write
 
 from .writer import Action, EsStats, describe, retryable
@@ -34,7 +34,7 @@ DEFAULT_NAME = "zhdedup-dead-letter.jsonl"
 STAT = "zhdedup/dead_letter"  # items and documents not judged or not stored, all in the dead-letter file
 
 
-class DeadLetterError(ZhDedupError):
+class DeadLetterError(StoreFailedError):
     """The dead-letter file cannot be written: documents would be lost, so the run must stop."""
 
 

@@ -7,6 +7,7 @@ take the annotation fields is refused at its first item, before it is judged (a 
 remembered, and the next run would drop it as a repeat of itself); the spider is then closed.
 An item the backend cannot judge because its store is down is in the backend's dead-letter file
 (``zhdedup/dead_letter``) and is dropped here with that reason; the close log says how to replay.
+If even that file cannot be written, the spider is closed (``zhdedup_store_failed``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from .backends import Backend, load_backend
 from .config import DedupConfig, PipelineConfig, from_settings
-from .errors import EmptyTextError, StoreUnavailableError, ZhDedupError
+from .errors import EmptyTextError, StoreFailedError, StoreUnavailableError, ZhDedupError
 from .judge import Verdict
 
 logger = logging.getLogger(__name__)
@@ -74,6 +75,9 @@ class ZhDedupPipeline:
             return item
         except StoreUnavailableError as exc:  # kept by the backend (dead-letter file), to be judged later
             raise DropItem(f"zhdedup: not judged now: {exc}") from exc
+        except StoreFailedError as exc:  # nothing can be kept any more: stop once, loudly
+            self._close("zhdedup_store_failed", f"zhdedup: {exc}")
+            raise DropItem("zhdedup: not judged, the store failed (see the error above)") from exc
         self.stats.inc_value("zhdedup/judged")
         self.stats.inc_value(f"zhdedup/{verdict.status}")
         if verdict.is_duplicate and cfg.mode == "drop":
@@ -92,12 +96,18 @@ class ZhDedupPipeline:
         if missing:
             problem = (f"zhdedup cannot set {missing[0]!r} on {item_class.__name__}: declare the field, or "
                        f"rename/remove it in ZHDEDUP_FIELDS (ZHDEDUP_MODE = 'annotate'; missing: {missing})")
-            logger.error("%s; closing the spider, no item was judged", problem)
-            self.stats.set_value("zhdedup/error", problem)
-            assert self.crawler.engine is not None
-            deferred_from_coro(self.crawler.engine.close_spider_async(reason="zhdedup_cannot_annotate"))
+            self._close("zhdedup_cannot_annotate", f"{problem}; no item was judged")
         self._annotatable[item_class] = problem
         return problem and "see the error above"
+
+    def _close(self, reason: str, message: str) -> None:
+        """Close the spider with ``reason``, once; ``message`` goes to the log and the ``zhdedup/error`` stat."""
+        if self.stats.get_value("zhdedup/error") is not None:
+            return
+        logger.error("%s; closing the spider", message)
+        self.stats.set_value("zhdedup/error", message)
+        assert self.crawler.engine is not None
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))
 
     def _annotate(self, adapter: ItemAdapter, verdict: Verdict) -> None:
         values = {"status": verdict.status, "dup_of": verdict.dup_of, "distance": verdict.distance,

@@ -278,7 +278,7 @@ def test_item_without_the_annotation_fields_closes_the_spider_before_judging(ann
     assert "zhdedup/judged" not in stats  # nothing judged, so nothing remembered as seen
     assert "zhdedup cannot set 'dedup_status' on BareItem: declare the field, or rename/remove it in ZHDEDUP_FIELDS" \
         in stats["zhdedup/error"]
-    assert "closing the spider, no item was judged" in annotate_crawls.log
+    assert "no item was judged; closing the spider" in annotate_crawls.log
 
 
 @pytest.mark.parametrize(("name", "backend"), [
