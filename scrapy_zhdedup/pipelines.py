@@ -23,7 +23,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from .backends import Backend, load_backend
 from .config import DedupConfig, PipelineConfig, from_settings
-from .errors import EmptyTextError, StoreFailedError, StoreUnavailableError, ZhDedupError
+from .errors import EmptyTextError, InvalidDocumentError, StoreFailedError, StoreUnavailableError, ZhDedupError
 from .judge import Verdict
 
 logger = logging.getLogger(__name__)
@@ -69,9 +69,11 @@ class ZhDedupPipeline:
             return item
         try:
             verdict = await self.backend.judge(str(doc_id), text=text, html=html, document=adapter.asdict())
-        except EmptyTextError as exc:
-            self.stats.inc_value("zhdedup/skipped/empty_text")
-            logger.warning("zhdedup: %s passed through unjudged: %s", doc_id, exc)
+        except (EmptyTextError, InvalidDocumentError) as exc:
+            reason = "empty_text" if isinstance(exc, EmptyTextError) else "invalid"
+            self.stats.inc_value(f"zhdedup/skipped/{reason}")
+            printable = str(doc_id).encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate too
+            logger.warning("zhdedup: %s passed through unjudged: %s", printable, exc)
             return item
         except StoreUnavailableError as exc:  # kept by the backend (dead-letter file), to be judged later
             raise DropItem(f"zhdedup: not judged now: {exc}") from exc
@@ -80,6 +82,8 @@ class ZhDedupPipeline:
             raise DropItem("zhdedup: not judged, the store failed (see the error above)") from exc
         self.stats.inc_value("zhdedup/judged")
         self.stats.inc_value(f"zhdedup/{verdict.status}")
+        if verdict.rerun:
+            self.stats.inc_value(f"zhdedup/rerun/{verdict.rerun}")
         if verdict.is_duplicate and cfg.mode == "drop":
             raise DropItem(f"zhdedup: {verdict.status} duplicate of {verdict.dup_of} (distance {verdict.distance})")
         if cfg.mode == "annotate":

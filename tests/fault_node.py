@@ -85,7 +85,8 @@ class FaultNode:
         finally:
             for data in self._data_dirs:
                 node_dir = data.parent
-                shutil.rmtree(node_dir if node_dir.name == str(self.port) else data, ignore_errors=True)
+                mine = node_dir.name.split("-")[-1] == str(self.port)  # nodes/<port> or nodes/<checkout>-<port>
+                shutil.rmtree(node_dir if mine else data, ignore_errors=True)
 
     def _paths(self) -> list[Path]:
         """The node's data directories, as the node itself reports them."""
