@@ -21,13 +21,17 @@ atomically, so two concurrent near-duplicates cannot both be judged unique — t
 lock, enforced by the function's type instead of by discipline.
 
 Failures: transient errors are retried by writer.py's one policy.  Documents ES rejects for good go to
-a dead-letter JSONL file with the reason; an item whose lookup cannot be done is written there too and
-its ``judge`` raises :class:`EsUnavailableError`, so nothing is lost quietly.
+a dead-letter JSONL file with the reason (deadletter.py; ``zhdedup es replay`` stores them later); an
+item whose lookup cannot be done is written there too and its ``judge`` raises
+:class:`LookupFailedError`, so nothing is lost quietly.  The file is checked at :meth:`open`; if it
+still cannot be written, the writer stops and every ``judge``, ``flush`` and ``close`` raises
+:class:`DeadLetterError` instead of waiting for a writer that is gone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import sys
 from collections.abc import Callable
@@ -43,17 +47,19 @@ from scrapy.crawler import Crawler
 from scrapy_zhdedup.bloom import ExactFilter
 from scrapy_zhdedup.config import DedupConfig, EsConfig, PipelineConfig, from_settings
 from scrapy_zhdedup.engine import Fingerprinter
-from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, StoreUnavailableError, ZhDedupError
 from scrapy_zhdedup.judge import Match, NearRule, Prepared, Verdict, judge, verdict_for
+from scrapy_zhdedup.storemeta import fingerprint_settings
 from scrapy_zhdedup.text import decode_html
 
 from .buffer import BulkBuffer, PendingBatch
 from .chinese import SearchText
-from .client import EsUnavailableError, acheck_reachable, make_async_client
+from .client import EsUnavailableError, acheck_reachable, make_async_client, redact
+from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
 from .lookups import EsAnswers, EsLookups, query_passages, repeat_id
 from .steps import adrive
 from .template import ainstall, zhdedup_fields
-from .writer import DEFAULT_DEAD_LETTER, Action, BulkWriter, DeadLetters, EsStats, RetryPolicy
+from .writer import Action, BulkWriter, EsStats, RetryPolicy
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -61,7 +67,11 @@ T = TypeVar("T")
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
 
-__all__ = ["ElasticsearchBackend", "EsUnavailableError"]
+__all__ = ["ElasticsearchBackend", "EsUnavailableError", "LookupFailedError"]
+
+
+class LookupFailedError(EsUnavailableError, StoreUnavailableError):
+    """An item's lookups failed past the retries: it was written to the dead-letter file, not judged."""
 
 
 def _require_asyncio_reactor() -> None:
@@ -98,7 +108,7 @@ class ElasticsearchBackend:
         self.index_duplicates = index_duplicates
         self.search = SearchText(es.es_text_field, es.es_analysis)
         self.stats = EsStats(stats)
-        self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_DEAD_LETTER), self.index, self.stats)
+        self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_NAME), self.index, self.stats)
         policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
         rule = NearRule(self.layout.k, dedup.passage_share, dedup.passage_threshold)
         self.lookups = EsLookups(self.index, self.layout, rule, policy, self.stats)
@@ -120,7 +130,10 @@ class ElasticsearchBackend:
         settings = crawler.settings
         if str(settings.get("LOG_LEVEL")).upper() != "DEBUG":  # its INFO lines, two per item, drown the crawl's
             logging.getLogger("elastic_transport").setLevel(logging.WARNING)
-        return cls(from_settings(DedupConfig, settings), from_settings(EsConfig, settings), stats=crawler.stats,
+        es = from_settings(EsConfig, settings)
+        if not es.es_dead_letter and settings.get("JOBDIR"):  # beside the crawl's other state
+            es = dataclasses.replace(es, es_dead_letter=str(Path(settings["JOBDIR"]) / DEFAULT_NAME))
+        return cls(from_settings(DedupConfig, settings), es, stats=crawler.stats,
                    index_duplicates=from_settings(PipelineConfig, settings).mode == "annotate")
 
     @property
@@ -131,7 +144,20 @@ class ElasticsearchBackend:
     def dead_lettered(self) -> int:
         return self.dead_letters.count
 
+    @property
+    def url(self) -> str:
+        """The node's URL as it may be printed (without credentials)."""
+        return redact(self.es.es_url)
+
+    def replay_hint(self) -> str:
+        return f"zhdedup es replay {self.dead_letter_path} --url {self.url} --index {self.index}"
+
     # -- the Backend protocol ---------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Check everything a judgement needs before the first one: the dead-letter file can be written,
+        the node answers, the index fits (template, band layout); raises a clear error otherwise."""
+        await self._start()
 
     async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
                     document: dict[str, Any]) -> Verdict:
@@ -139,12 +165,13 @@ class ElasticsearchBackend:
 
         ``document`` (the item's fields, without the page) is stored beside the ``zhdedup`` fields, with
         the cleaned text in ``ZHDEDUP_ES_TEXT_FIELD``; bytes values are stored decoded like a page.
-        Raises EmptyTextError for items without text,
-        InvalidDocumentError for a document Elasticsearch could not store, and EsUnavailableError (after
-        dead-lettering the item) when lookups keep failing.
+        Raises EmptyTextError for items without text, InvalidDocumentError for a document Elasticsearch
+        could not store, LookupFailedError (after dead-lettering the item) when lookups keep failing, and
+        DeadLetterError once documents can go nowhere.
         """
         if self._closed:
             raise ZhDedupError("the Elasticsearch backend is closed")
+        self.buffer.raise_if_failed()
         if "zhdedup" in document:
             raise InvalidDocumentError(
                 f"item {doc_id!r} has a field named 'zhdedup', which scrapy-zhdedup owns in the index")
@@ -174,8 +201,8 @@ class ElasticsearchBackend:
             except (TransportError, ApiError) as exc:
                 self.stats.inc("errors")
                 self.dead_letters.write([self.dead_letters.record(None, doc_id, document, "lookup", exc)])
-                raise EsUnavailableError(
-                    f"zhdedup: looking up {doc_id!r} in Elasticsearch at {self.es.es_url} failed after "
+                raise LookupFailedError(
+                    f"zhdedup: looking up {doc_id!r} in Elasticsearch at {self.url} failed after "
                     f"{self.es.es_max_retries} retries ({exc}); the item was written to {self.dead_letter_path} "
                     f"and not judged"
                 ) from exc
@@ -202,8 +229,8 @@ class ElasticsearchBackend:
                 await self._client.close()
             self._executor.shutdown(wait=False)
         if self.dead_lettered:
-            logger.error("zhdedup: %d documents could not be stored in Elasticsearch; they are in %s",
-                         self.dead_lettered, self.dead_letter_path)
+            logger.error("zhdedup: %d documents could not be judged or stored in Elasticsearch; they are in %s. "
+                         "Store them with: %s", self.dead_lettered, self.dead_letter_path, self.replay_hint())
 
     # -- start -------------------------------------------------------------------------------------
 
@@ -213,10 +240,12 @@ class ElasticsearchBackend:
                 self._client = make_async_client(self.es, max_retries=0)  # we retry, with backoff and stats
             if self._started:
                 return self._client
+            self.dead_letters.check()
             await acheck_reachable(self._client, self.es.es_url)
             # creating an index can take longer than a lookup's timeout
             setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))
-            report = await ainstall(setup, self.index, self.layout, search=self.search, replace=False)
+            report = await ainstall(setup, self.index, self.layout, search=self.search, replace=False,
+                                    fingerprint=fingerprint_settings(self.dedup))
             logger.info("zhdedup: Elasticsearch index %s: template %s, index %s", self.index,
                         report["template_action"], report["index_action"])
             self.buffer.start()
@@ -267,6 +296,8 @@ class ElasticsearchBackend:
             self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, "bulk", error)
                                      for a, error in result.failed])
             await self._resolve_conflicts(batch, result.conflicts)
+        except DeadLetterError:
+            raise  # nowhere to put them: the buffer stops and tells every waiter
         except Exception as exc:  # a bug here must not leave documents unwritten and unreported
             logger.exception("zhdedup: unexpected error writing a bulk batch")
             self._dead(batch.actions, "bulk", exc)

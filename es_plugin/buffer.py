@@ -7,6 +7,10 @@ and, when deciding, also consults every local batch after those.  Batches leave 
 judgement in flight could still need them, so nothing falls between "in the local buffer" and
 "visible to search".  Batches are written one at a time, in order, by one task, so visibility
 advances batch by batch; a full batch, or the flush interval, seals the open one.
+
+The writer task never dies silently: if ``write`` raises (the dead-letter file cannot be written:
+the documents can go nowhere), the task stops and every later ``backpressure``, ``flush`` and
+``raise_if_failed`` raises that error, instead of waiting forever for a writer that is gone.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 
 from scrapy_zhdedup.bandindex import BandIndex
 from scrapy_zhdedup.bands import BandLayout
+from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.judge import Match, NearRule
 from scrapy_zhdedup.keytable import KeyTable
 from scrapy_zhdedup.store import nearest_with_passages
@@ -57,7 +62,7 @@ class PendingBatch:
 class BulkBuffer:
     def __init__(self, layout: BandLayout, rule: NearRule, *, bulk_size: int, flush_interval: float,
                  write: Callable[[PendingBatch], Awaitable[None]]) -> None:
-        """``write(batch)`` sends one sealed batch; it must not raise (it dead-letters what fails)."""
+        """``write(batch)`` sends one sealed batch and dead-letters what fails; if it raises, writing stops."""
         self.layout, self.rule = layout, rule
         self.bulk_size, self.flush_interval = bulk_size, flush_interval
         self._write = write
@@ -68,6 +73,7 @@ class BulkBuffer:
         self._wake = asyncio.Event()
         self._written = asyncio.Condition()
         self._tasks: list[asyncio.Task[None]] = []
+        self._failure: Exception | None = None  # why the writer task stopped
 
     @property
     def open(self) -> PendingBatch:
@@ -134,15 +140,25 @@ class BulkBuffer:
         """Wait while the writer is ``MAX_SEALED`` batches behind."""
         if len(self._sealed) >= MAX_SEALED:
             async with self._written:
-                await self._written.wait_for(lambda: len(self._sealed) < MAX_SEALED)
+                await self._written.wait_for(lambda: len(self._sealed) < MAX_SEALED or self._failure is not None)
+        self.raise_if_failed()
 
     async def flush(self) -> None:
         """Write everything buffered and wait until it is visible to searches."""
         # A batch sealed by size may still be on its way; writing can enqueue more (annotated losers of a 409 race).
         while self.open.actions or self._sealed:
+            self.raise_if_failed()
             self.seal()
             async with self._written:
-                await self._written.wait_for(lambda: not self._sealed)
+                await self._written.wait_for(lambda: not self._sealed or self._failure is not None)
+        self.raise_if_failed()
+
+    def raise_if_failed(self) -> None:
+        """Raise the writer's error, with how many judged documents it leaves unwritten."""
+        if self._failure is not None:
+            unwritten = sum(len(batch.actions) for batch in self._sealed) + len(self.open.actions)
+            kind = type(self._failure) if isinstance(self._failure, ZhDedupError) else ZhDedupError
+            raise kind(f"{self._failure}; {unwritten} more judged document(s) not stored") from self._failure
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -164,7 +180,13 @@ class BulkBuffer:
             self._wake.clear()
             while self._sealed:
                 batch = self._sealed[0]
-                await self._write(batch)
+                try:
+                    await self._write(batch)
+                except Exception as exc:
+                    self._failure = exc
+                    async with self._written:
+                        self._written.notify_all()
+                    return
                 batch.done = True
                 self._visible_upto = batch.seq + 1
                 self._sealed.popleft()

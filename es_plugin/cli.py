@@ -32,6 +32,7 @@ from scrapy_zhdedup.config import (
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 
 from .chinese import SearchText
+from .client import redact
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -66,6 +67,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="documents judged at once; overlaps lookups (default %(default)s, 1 = strictly in input order)")
     p.add_argument("--strict", action="store_true", help="stop at the first bad record instead of skipping it")
     p.set_defaults(func=_es_errors(cmd_ingest))
+
+    p = esub.add_parser("replay", help="judge and store again the documents of a dead-letter file")
+    p.add_argument("dead_letter", type=Path, metavar="DEAD_LETTER", help="the dead-letter JSONL file")
+    _options(p, dedup=None, search=True, writing=True, dead_letter=False)
+    p.add_argument("--mode", choices=("annotate", "drop"), default="annotate",
+                   help="annotate: store duplicates too, marked (default); drop: store first copies only")
+    p.add_argument("--html-field", default="html",
+                   help="document field holding the page, judged instead of the text (default %(default)s)")
+    p.set_defaults(func=_es_errors(cmd_replay))
 
     p = esub.add_parser("search", help="search with near-duplicates folded into one hit per cluster")
     p.add_argument("query", help="query text (segmented like the stored text), or a JSON query clause if it "
@@ -111,15 +121,15 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
         except ApiError as exc:
             error = exc.body.get("error") if isinstance(exc.body, dict) else None
             reason = (error.get("reason") if isinstance(error, dict) else None) or exc.message
-            raise ZhDedupError(f"Elasticsearch at {args.es_url} answered {exc.meta.status}: {reason}") from exc
+            raise ZhDedupError(f"Elasticsearch at {redact(args.es_url)} answered {exc.meta.status}: {reason}") from exc
         except TransportError as exc:
-            raise ZhDedupError(f"Elasticsearch at {args.es_url} failed: {exc}") from exc
+            raise ZhDedupError(f"Elasticsearch at {redact(args.es_url)} failed: {exc}") from exc
 
     return run
 
 
 def _options(p: argparse.ArgumentParser, *, dedup: Collection[str] | None, search: bool = False,
-             analysis: bool = True, writing: bool = False) -> None:
+             analysis: bool = True, writing: bool = False, dead_letter: bool = True) -> None:
     """Connection options (from EsConfig, defaults from ``$ZHDEDUP_ES_*``), and those of the engine
     (``dedup``: DedupConfig groups, None for all), of search and of writing where the command uses them."""
     add_options(p, EsConfig, "Elasticsearch connection", groups=(CONNECTION,), environment=True)
@@ -127,7 +137,8 @@ def _options(p: argparse.ArgumentParser, *, dedup: Collection[str] | None, searc
         add_options(p, EsConfig, "text and search", groups=(SEARCH,), skip=() if analysis else ("es_analysis",),
                     environment=True)
     if writing:
-        add_options(p, EsConfig, "Elasticsearch writing", groups=(WRITING,), environment=True)
+        add_options(p, EsConfig, "Elasticsearch writing", groups=(WRITING,), environment=True,
+                    skip=() if dead_letter else ("es_dead_letter",))
     if dedup is None or dedup:
         add_options(p, DedupConfig, "deduplication", groups=dedup)
 
@@ -162,6 +173,8 @@ def _print(data: Any) -> None:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
+    from scrapy_zhdedup.storemeta import fingerprint_settings
+
     from .template import install
 
     user_properties = None
@@ -173,8 +186,9 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.shards < 1:
         raise ConfigError("--shards must be at least 1")
     with _client(args) as client:
-        report = install(client, args.es_index, from_args(DedupConfig, args).layout, user_properties,
-                         shards=args.shards, search=_search_text(args))
+        dedup = from_args(DedupConfig, args)
+        report = install(client, args.es_index, dedup.layout, user_properties, shards=args.shards,
+                         search=_search_text(args), fingerprint=fingerprint_settings(dedup))
     print(f"template {report['template']}: {report['template_action']} (version {report['template_version']}); "
           f"index {report['index']}: {report['index_action']}; layout {report['layout']}")
     return 0
@@ -249,10 +263,23 @@ def cmd_ingest(args: argparse.Namespace) -> int:
           f"{report['near']} near), {report['already_stored']} already stored, {report['bad']} bad records "
           f"skipped (logged above), {report['seconds']:.1f} s, {report['docs_per_s']:.0f} docs/s -> {report['index']}")
     if report["dead_lettered"]:
-        print(f"zhdedup es ingest: {report['dead_lettered']} documents were rejected by Elasticsearch; "
-              f"see {report['dead_letter_file']}", file=sys.stderr)
+        print(f"zhdedup es ingest: {report['dead_lettered']} documents were rejected by Elasticsearch and are in "
+              f"{report['dead_letter_file']}; once the cause is fixed, store them with: {report['replay']}",
+              file=sys.stderr)
         return 1
     return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .replay import replay
+
+    report = replay(args.dead_letter, from_args(DedupConfig, args), from_args(EsConfig, args), mode=args.mode,
+                    text_field=args.es_text_field, html_field=args.html_field)
+    print(f"zhdedup es replay: {report['replayed']} documents of {report['index']} in {report['file']}: "
+          f"{report['unique']} unique, {report['exact']} exact, {report['near']} near, {report['already_stored']} "
+          f"already stored, {report['bad']} bad, {report['failed']} refused again (kept in the file); "
+          f"{report['other_lines']} lines for other indices kept")
+    return 1 if report["failed"] else 0
 
 
 # --- search ------------------------------------------------------------------------------------------

@@ -14,8 +14,16 @@ For HTML the main text is extracted once and judged (the engine would extract th
 the page again); the backend stores the cleaned text (``--text-field``), never the raw HTML.
 
 Resuming: one checkpoint file per (index, input) records how far the input was written (last line
-number, or number of files), saved only after the backend's ``flush`` returned, i.e. after
-Elasticsearch acknowledged every document up to there.  A rerun continues after it.  Beyond that,
+number, or number of files), saved only after the backend's ``flush`` returned with every document
+up to there acknowledged by Elasticsearch (or refused for good, e.g. a mapping conflict: those are in
+the dead-letter file, for ``zhdedup es replay`` once fixed).  A rerun continues after it.  A file
+is known by its size, mtime and first block too, so a replaced file of the same name is not skipped.
+
+Failures: when Elasticsearch stops taking documents (the node down past the retries, the index
+write-blocked), the run stops there, exits non-zero with the count, and the checkpoint stays before
+the first document not acknowledged; those documents are in the dead-letter file as well.  Running
+the same command again judges them again in input order, so the verdicts are those of an
+uninterrupted run; ``zhdedup es replay`` of the dead-letter file then finds them stored.  Beyond that,
 ids are looked up in the index one bulk's worth at a time before they are judged, and documents
 already stored are skipped: a process killed hard between a bulk and its checkpoint, or an input
 given again (``--restart``, overlapping files), never stores a document a second time as an "exact
@@ -25,6 +33,7 @@ repeat" of itself.  That costs one ``terms`` search per bulk.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import html as htmllib
 import itertools
@@ -37,7 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import AsyncElasticsearch
+from elastic_transport import TransportError
+from elasticsearch import ApiError, AsyncElasticsearch
 
 from es_plugin.backend import ElasticsearchBackend
 from scrapy_zhdedup.config import DedupConfig, EsConfig
@@ -48,13 +58,17 @@ from scrapy_zhdedup.judge import Verdict
 from scrapy_zhdedup.text import decode_html
 
 from .checkpoint import Checkpoint
-from .client import acheck_reachable, make_async_client
+from .client import EsUnavailableError, make_async_client
+from .deadletter import DEFAULT_NAME
+from .steps import adrive
+from .writer import EsStats, RetryPolicy
 
 logger = logging.getLogger(__name__)
 
 HTML_SUFFIXES = (".html", ".htm", ".shtml", ".xhtml")
 DEFAULT_CHECKPOINT_DIR = Path(".zhdedup-checkpoints")
 MAX_REPORTED_ERRORS = 50
+IDENTITY_BLOCK = 1 << 16  # bytes of an input hashed into its checkpoint identity
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
 
 Progress = Callable[[int], None]
@@ -70,6 +84,11 @@ class Item:
     path: str
     line: int
     position: int
+    html: str | None = None  # judged instead of ``text`` when given (a replayed crawl item)
+
+
+class IngestStopped(ZhDedupError):
+    """Elasticsearch stopped taking documents; the checkpoint stays before the first one not acknowledged."""
 
 
 def open_checkpoint(directory: Path, index: str, source: Path, kind: str, restart: bool) -> Checkpoint:
@@ -77,7 +96,10 @@ def open_checkpoint(directory: Path, index: str, source: Path, kind: str, restar
     of files written), ``last`` (directory: relative path of the last file written) and ``done``."""
     key = hashlib.sha1(f"{index}\0{source}".encode()).hexdigest()[:16]
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{index}--{source.name}")[:100]
-    return Checkpoint.open(directory / f"{name}--{key}.json", {"index": index, "input": str(source), "kind": kind},
+    identity: dict[str, Any] = {"index": index, "input": str(source), "kind": kind}
+    if kind == "jsonl":
+        identity["file"] = file_identity(source)
+    return Checkpoint.open(directory / f"{name}--{key}.json", identity,
                            {"position": 0, "last": None, "done": False}, restart=restart,
                            way_out="delete it or use --restart")
 
@@ -92,7 +114,7 @@ class _Stats:
         self.values[key] += count
 
 
-class _Reader:
+class Reader:
     """Turns one input into items, extracting HTML main text with the engine's cleaner."""
 
     def __init__(self, fingerprinter: Fingerprinter, strict: bool, errors: list[BadRecordError]) -> None:
@@ -132,6 +154,14 @@ class _Reader:
             yield Item(rel, text, document, str(file), 0, number)
 
 
+def file_identity(path: Path) -> dict[str, Any]:
+    """What tells this file from another of the same name: size, mtime and a hash of its first block."""
+    stat = path.stat()
+    with path.open("rb") as fh:
+        head = hashlib.sha1(fh.read(IDENTITY_BLOCK)).hexdigest()
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "head_sha1": head}
+
+
 def html_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*") if p.suffix.lower() in HTML_SUFFIXES and p.is_file())
 
@@ -166,18 +196,24 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
 async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsConfig, mode: str,
                   checkpoint_dir: Path, restart: bool, strict: bool, concurrency: int,
                   progress: Progress | None) -> dict[str, Any]:
+    if not es.es_dead_letter:  # beside the checkpoints: both say what this run did not finish
+        es = dataclasses.replace(es, es_dead_letter=str(checkpoint_dir / DEFAULT_NAME))
     client = make_async_client(es, max_retries=0)  # the backend retries with its own backoff
     stats = _Stats()
     backend = ElasticsearchBackend(dedup, es, stats=stats, index_duplicates=mode == "annotate", client=client)
     errors: list[BadRecordError] = []
-    reader = _Reader(Fingerprinter(dedup), strict, errors)
+    reader = Reader(Fingerprinter(dedup), strict, errors)
     reports = []
     started = time.perf_counter()
     try:
-        await acheck_reachable(client, es.es_url)
+        await backend.open()
         for source, kind in sources:
             state = open_checkpoint(checkpoint_dir, es.es_index, source.resolve(), kind, restart)
             reports.append(await _ingest_one(backend, client, reader, source, state, es, concurrency, progress))
+    except (EsUnavailableError, TransportError, ApiError) as exc:
+        if not backend.dead_lettered:
+            raise  # nothing judged since the checkpoint is lost: the checkpoint says where to go on
+        raise IngestStopped(f"{exc}. {_stopped(backend)}") from exc
     finally:
         try:
             await backend.close()
@@ -193,13 +229,14 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
         "judged": judged, "unique": totals["unique"], "exact": totals["exact"], "near": totals["near"],
         "already_stored": totals["already_stored"], "bad": len(errors),
         "bad_examples": [str(e) for e in errors[:MAX_REPORTED_ERRORS]],
-        "dead_lettered": stats.values["zhdedup/es/dead_letter"],
-        "dead_letter_file": str(backend.dead_letter_path) if stats.values["zhdedup/es/dead_letter"] else None,
+        "dead_lettered": backend.dead_lettered,
+        "dead_letter_file": str(backend.dead_letter_path) if backend.dead_lettered else None,
+        "replay": backend.replay_hint() if backend.dead_lettered else None,
         "seconds": round(seconds, 2), "docs_per_s": round(judged / seconds, 1) if seconds else 0.0,
     }
 
 
-async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch, reader: _Reader, source: Path,
+async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch, reader: Reader, source: Path,
                       state: Checkpoint, es: EsConfig, concurrency: int, progress: Progress | None) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     kind, at = state.identity["kind"], state.progress
@@ -217,7 +254,15 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
         items = reader.html_dir(source, files, at["position"])
     else:
         items = reader.jsonl(source, at["position"])
-    stream = _skip_stored(items, client, es.es_index, es.es_bulk_size, counts)
+    stream = skip_stored(items, client, es.es_index, es.es_bulk_size, counts, RetryPolicy(es.es_max_retries))
+    await store(backend, stream, reader, state, counts, es.es_bulk_size, concurrency, progress)
+    return {**report, **counts, "done": True}
+
+
+async def store(backend: ElasticsearchBackend, items: AsyncIterator[Item], reader: Reader, state: Checkpoint,
+                counts: Counter[str], bulk_size: int, concurrency: int, progress: Progress | None) -> None:
+    """Judge and write ``items`` in order; ``state`` moves only over documents Elasticsearch acknowledged."""
+    at = state.progress
     in_flight: deque[tuple[Item, asyncio.Future[Verdict]]] = deque()
     since_flush = 0
 
@@ -235,50 +280,71 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
         since_flush += 1
         if progress is not None:
             progress(1)
-        if since_flush >= es.es_bulk_size:
-            await backend.flush()
-            state.save()
+        if since_flush >= bulk_size:
+            await _commit(backend, state)
             since_flush = 0
 
     try:
-        async for item in stream:
+        async for item in items:
             in_flight.append((item, asyncio.ensure_future(
-                backend.judge(item.doc_id, text=item.text, html=None, document=item.document))))
+                backend.judge(item.doc_id, text=item.text, html=item.html, document=item.document))))
             if len(in_flight) >= concurrency:
                 await settle()
         while in_flight:
             await settle()
-        await backend.flush()
         at["done"] = True
-        state.save()
+        await _commit(backend, state)
     except BaseException:
         for _, future in in_flight:
             future.cancel()
         await asyncio.gather(*(f for _, f in in_flight), return_exceptions=True)
+        at["done"] = False
         try:  # keep what was judged before the interruption, so a rerun does not redo it
-            await backend.flush()
-            state.save()
+            await _commit(backend, state)
+        except IngestStopped:
+            pass  # the checkpoint stays behind; the error on its way says why
         except Exception as exc:  # Elasticsearch may be why we stopped; the checkpoint stays behind
             logger.warning("%s: could not flush after the interruption (%s); the checkpoint stays at %d",
-                           source, exc, at["position"])
+                           state.identity.get("input"), exc, at["position"])
         raise
-    return {**report, **counts, "done": True}
 
 
-async def _skip_stored(items: Iterator[Item], client: AsyncElasticsearch, index: str, window: int,
-                       counts: Counter[str]) -> AsyncIterator[Item]:
-    """Items whose id the index does not hold yet, looked up ``window`` at a time."""
-    await client.indices.refresh(index=index, ignore_unavailable=True)  # a killed run's last bulk
+async def _commit(backend: ElasticsearchBackend, state: Checkpoint) -> None:
+    """Write what is buffered, then checkpoint, unless Elasticsearch stopped taking documents: then stop."""
+    await backend.flush()
+    if backend.dead_letters.retryable:
+        raise IngestStopped(_stopped(backend))
+    state.save()
+
+
+def _stopped(backend: ElasticsearchBackend) -> str:
+    return (f"Elasticsearch at {backend.url} did not take every document: {backend.dead_lettered} documents are "
+            f"in the dead-letter file {backend.dead_letter_path}, and the checkpoint stays before the first one "
+            f"not stored. Run the same command again once the index takes writes (what is stored is skipped), "
+            f"or store just those with: {backend.replay_hint()}")
+
+
+async def skip_stored(items: Iterator[Item], client: AsyncElasticsearch, index: str, window: int,
+                      counts: Counter[str], policy: RetryPolicy) -> AsyncIterator[Item]:
+    """Items whose id the index does not hold yet, looked up ``window`` at a time (retried like every lookup)."""
+    await adrive(client, policy.call(lambda c: c.indices.refresh(index=index, ignore_unavailable=True),
+                                     EsStats()))  # a killed run's last bulk
     while True:
         head = list(itertools.islice(items, window))
         if not head:
             return
-        ids = list({i.doc_id for i in head})
-        resp = await client.search(index=index, size=0, ignore_unavailable=True, aggs={
-            "stored": {"terms": {"field": "zhdedup.doc_id", "include": ids, "size": len(ids)}}})
-        stored = {b["key"] for b in resp.get("aggregations", {}).get("stored", {}).get("buckets", [])}
+        stored = await stored_ids(client, index, [i.doc_id for i in head], policy)
         for item in head:
             if item.doc_id in stored:
                 counts["already_stored"] += 1
             else:
                 yield item
+
+
+async def stored_ids(client: AsyncElasticsearch, index: str, ids: list[str], policy: RetryPolicy) -> set[str]:
+    """Which of ``ids`` the index holds (one ``terms`` aggregation)."""
+    unique = list(dict.fromkeys(ids))
+    aggs = {"stored": {"terms": {"field": "zhdedup.doc_id", "include": unique, "size": max(1, len(unique))}}}
+    resp = await adrive(client, policy.call(
+        lambda c: c.search(index=index, size=0, ignore_unavailable=True, aggs=aggs), EsStats()))
+    return {b["key"] for b in resp.get("aggregations", {}).get("stored", {}).get("buckets", [])}

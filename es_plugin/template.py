@@ -2,7 +2,12 @@
 
 The band layout decides which keyword fields hold the band keys.  A client with another layout would
 query fields that hold other keys and silently find nothing, so the layout is stored in the mapping's
-``_meta.zhdedup`` and every client compares it with its own before the first lookup.
+``_meta.zhdedup`` and every client compares it with its own before the first lookup.  The same holds
+for the fingerprint settings (features, shingle size, t2s, extractor, passage size ...): hashes,
+fingerprints and passage keys computed under other settings never match the stored ones, so they are
+recorded too (``fingerprint``, the embedded store's list: storemeta.py) and a client with other
+settings is refused, naming each difference.
+An index from before they were recorded has none and is not checked.
 
 Each operation is written once, as :data:`~es_plugin.steps.Steps`, and run by the sync or the async
 driver, so the ``es`` CLI (sync client) and the backend (async client) share every check.
@@ -59,9 +64,12 @@ def dedup_properties(layout: BandLayout) -> dict[str, Any]:
     return {"zhdedup": {"dynamic": "strict", "properties": props}}
 
 
-def _meta(layout: BandLayout) -> dict[str, Any]:
-    return {"zhdedup": {"template_version": TEMPLATE_VERSION, "layout": layout.to_dict(),
-                        "package_version": __version__}}
+def _meta(layout: BandLayout, fingerprint: dict[str, Any] | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"template_version": TEMPLATE_VERSION, "layout": layout.to_dict(),
+                            "package_version": __version__}
+    if fingerprint is not None:
+        meta["fingerprint"] = fingerprint
+    return {"zhdedup": meta}
 
 
 def _body_digest(body: dict[str, Any]) -> str:
@@ -69,7 +77,8 @@ def _body_digest(body: dict[str, Any]) -> str:
 
 
 def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any] | None = None, *,
-                  shards: int = 1, search: SearchText = DEFAULT_SEARCH) -> dict[str, Any]:
+                  shards: int = 1, search: SearchText = DEFAULT_SEARCH,
+                  fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
     """``PUT _index_template`` body for exactly ``index`` (the pattern is the name, no wildcard).
 
     ``user_properties`` map the item's own fields, over ``search``'s mapping of the text, title and
@@ -83,10 +92,10 @@ def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any
         "index_patterns": [index],
         "priority": PRIORITY,
         "version": TEMPLATE_VERSION,
-        "_meta": _meta(layout),
+        "_meta": _meta(layout, fingerprint),
         "template": {
             "settings": {"index": {"number_of_shards": shards, "auto_expand_replicas": "0-1"}},
-            "mappings": {"_meta": _meta(layout),
+            "mappings": {"_meta": _meta(layout, fingerprint),
                          "properties": {**search.properties(), **(user_properties or {}),
                                         **dedup_properties(layout)}},
         },
@@ -128,8 +137,9 @@ def _describe(layout: BandLayout) -> str:
     return f"threshold (k) {layout.k}, bands (blocks) {layout.blocks}"
 
 
-def check_mappings(index: str, mappings: dict[str, Any], layout: BandLayout) -> None:
-    """Raise unless every concrete index in a ``GET _mapping`` answer fits ``layout``."""
+def check_mappings(index: str, mappings: dict[str, Any], layout: BandLayout,
+                   fingerprint: dict[str, Any] | None = None) -> None:
+    """Raise unless every concrete index in a ``GET _mapping`` answer fits ``layout`` (and ``fingerprint``)."""
     for concrete, entry in sorted(mappings.items()):
         mapping = entry.get("mappings", {})
         field = mapping.get("properties", {}).get("zhdedup")
@@ -163,6 +173,15 @@ def check_mappings(index: str, mappings: dict[str, Any], layout: BandLayout) -> 
                 f"ZHDEDUP_BANDS={theirs.blocks} (--threshold/--bands) to use this index, or point "
                 f"ZHDEDUP_ES_INDEX (--index) at a new index for the new layout."
             )
+        recorded = meta.get("fingerprint")
+        if fingerprint is not None and isinstance(recorded, dict):
+            differing = [f"{name}: index {recorded.get(name)!r}, this client {value!r}"
+                         for name, value in fingerprint.items() if recorded.get(name) != value]
+            if differing:
+                raise LayoutMismatchError(
+                    f"index {concrete!r} was built with other fingerprint settings ({'; '.join(differing)}); its "
+                    f"documents would silently stop matching. Use the index's settings (ZHDEDUP_<NAME> / --<name>), "
+                    f"or point ZHDEDUP_ES_INDEX (--index) at a new index for the new settings.")
         actual = field["properties"] if field else {}
         expected = dedup_properties(layout)["zhdedup"]["properties"]
         wrong = [f"zhdedup.{name} is {actual.get(name, {}).get('type', 'missing')} (needs {spec['type']})"
@@ -193,12 +212,12 @@ def _get_template(name: str) -> Steps:
     return found[0]["index_template"] if found else None
 
 
-def _ensure_layout(index: str, layout: BandLayout) -> Steps:
+def _ensure_layout(index: str, layout: BandLayout, fingerprint: dict[str, Any] | None = None) -> Steps:
     mappings = yield from _get_mappings(index)
     if mappings is None:
         raise EsIndexError(f"index {index!r} does not exist: create it with `zhdedup es install` "
                            f"(the Scrapy backend creates it on start)")
-    check_mappings(index, mappings, layout)
+    check_mappings(index, mappings, layout, fingerprint)
     return None
 
 
@@ -217,15 +236,15 @@ def _user_properties(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | None, shards: int,
-             search: SearchText, replace: bool) -> Steps:
+             search: SearchText, replace: bool, fingerprint: dict[str, Any] | None) -> Steps:
     name = template_name(index)
     mappings = yield from _get_mappings(index)
     if mappings is not None:
-        check_mappings(index, mappings, layout)  # before the template is touched
+        check_mappings(index, mappings, layout, fingerprint)  # before the template is touched
     current = yield from _get_template(name)
     if user_properties is None and current is not None:
         user_properties = _user_properties(current)  # re-installing must not drop the user's mapping
-    body = template_body(index, layout, user_properties, shards=shards, search=search)
+    body = template_body(index, layout, user_properties, shards=shards, search=search, fingerprint=fingerprint)
     if current is None:
         template_action = "created"
     elif current.get("_meta", {}).get("zhdedup", {}).get("body_sha256") == body["_meta"]["zhdedup"]["body_sha256"]:
@@ -242,7 +261,7 @@ def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | N
             if exc.error != "resource_already_exists_exception":  # another writer may create it first
                 raise
             index_action = "exists"
-        yield from _ensure_layout(index, layout)  # a template with a higher priority would have won
+        yield from _ensure_layout(index, layout, fingerprint)  # a template with a higher priority would have won
     elif template_action == "updated":
         mapping = body["template"]["mappings"]
         try:
@@ -298,21 +317,24 @@ def _status(index: str, layout: BandLayout | None) -> Steps:
 
 
 def install(client: Elasticsearch, index: str, layout: BandLayout, user_properties: dict[str, Any] | None = None,
-            *, shards: int = 1, search: SearchText = DEFAULT_SEARCH, replace: bool = True) -> dict[str, Any]:
+            *, shards: int = 1, search: SearchText = DEFAULT_SEARCH, replace: bool = True,
+            fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
     """Put the template (only if missing or different) and create the index if missing; report what was done.
 
     ``user_properties=None`` keeps the item mapping of an installed template.  With ``replace=False``
     an installed template is never changed (``template_action: "kept"``), as the backend does on start
     so it cannot undo an administrator's ``es install``.  Raises :class:`LayoutMismatchError` or
     :class:`EsIndexError` when an existing index does not fit, before anything is changed.
+    ``fingerprint`` (``storemeta.fingerprint_settings``) is recorded in a new index and checked on an existing one.
     """
-    return drive(client, _install(index, layout, user_properties, shards, search, replace))
+    return drive(client, _install(index, layout, user_properties, shards, search, replace, fingerprint))
 
 
 async def ainstall(client: AsyncElasticsearch, index: str, layout: BandLayout,
                    user_properties: dict[str, Any] | None = None, *, shards: int = 1,
-                   search: SearchText = DEFAULT_SEARCH, replace: bool = True) -> dict[str, Any]:
-    return await adrive(client, _install(index, layout, user_properties, shards, search, replace))
+                   search: SearchText = DEFAULT_SEARCH, replace: bool = True,
+                   fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
+    return await adrive(client, _install(index, layout, user_properties, shards, search, replace, fingerprint))
 
 
 def read_meta(client: Elasticsearch, index: str) -> dict[str, Any] | None:

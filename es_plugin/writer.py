@@ -5,18 +5,15 @@ are retried with capped, jittered exponential backoff, as elasticsearch-py's hel
 items also the 403 of a write-blocked index.  A ``create`` answered 409 is not an error but a
 conflict for the caller to resolve (another writer stored the same text first).  What Elasticsearch
 rejects for good is returned to the caller, which raises (``dedup-index``, ``reconcile``) or writes
-it to the :class:`DeadLetters` file (the backend).
+it to the dead-letter file (the backend; deadletter.py).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Protocol
 
 from elastic_transport import ConnectionError as EsConnectionError
@@ -25,10 +22,7 @@ from elasticsearch import ApiError
 
 from .steps import Call, Sleep, Steps
 
-logger = logging.getLogger(__name__)
-
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-DEFAULT_DEAD_LETTER = "zhdedup-dead-letter.jsonl"
 
 
 class Stats(Protocol):
@@ -74,8 +68,11 @@ class EsStats:
     stats: Stats | None = None
 
     def inc(self, name: str, count: int = 1) -> None:
+        self.inc_key(f"zhdedup/es/{name}", count)
+
+    def inc_key(self, key: str, count: int = 1) -> None:
         if self.stats is not None and count:
-            self.stats.inc_value(f"zhdedup/es/{name}", count)
+            self.stats.inc_value(key, count)
 
 
 @dataclass
@@ -133,7 +130,7 @@ class BulkWriter:
                     self.stats.inc("indexed")
                 elif status == 409 and action.op == "create":
                     result.conflicts.append(action)
-                elif status in RETRY_STATUSES or outcome.get("error", {}).get("type") == "cluster_block_exception":
+                elif retryable(outcome):
                     retry.append((action, outcome))
                 else:
                     self.stats.inc("errors")
@@ -154,41 +151,16 @@ def _bulk(operations: list[dict[str, Any]], refresh: bool) -> Call:
     return lambda client: client.bulk(operations=operations, refresh=refresh)
 
 
+def retryable(error: Exception | dict[str, Any]) -> bool:
+    """Whether a failed request (an exception) or bulk item (its result) may succeed if sent again later:
+    the node down or overloaded, or the index write-blocked."""
+    if isinstance(error, dict):
+        return error.get("status") in RETRY_STATUSES or (error.get("error") or {}).get("type") == "cluster_block_exception"
+    return RetryPolicy.transient(error)
+
+
 def describe(error: Exception | dict[str, Any]) -> tuple[int | None, str]:
     """HTTP status and reason of a failed request (an exception) or bulk item (its result)."""
     if isinstance(error, dict):
         return error.get("status"), json.dumps(error.get("error"), ensure_ascii=False)
     return getattr(getattr(error, "meta", None), "status", None), f"{type(error).__name__}: {error}"
-
-
-@dataclass
-class DeadLetters:
-    """Documents Elasticsearch would not take, one JSON line each with why and when."""
-
-    path: Path
-    index: str
-    stats: EsStats
-    count: int = 0
-
-    def record(self, action: Action | None, doc_id: str | None, document: dict[str, Any], stage: str,
-               error: Exception | dict[str, Any]) -> dict[str, Any]:
-        status, reason = describe(error)
-        if doc_id is None:
-            doc_id = document.get("zhdedup", {}).get("doc_id")
-        return {
-            "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "index": self.index,
-            "stage": stage, "op": action.op if action else None, "_id": action.id if action else None,
-            "doc_id": doc_id, "status": status, "reason": reason, "document": document,
-        }
-
-    def write(self, records: list[dict[str, Any]]) -> None:
-        if not records:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
-            for record in records:
-                fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self.count += len(records)
-        self.stats.inc("dead_letter", len(records))
-        logger.error("zhdedup: %d document(s) not stored in Elasticsearch (%s: %.300s); written to %s",
-                     len(records), records[0]["stage"], records[0]["reason"], self.path)

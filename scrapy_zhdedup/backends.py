@@ -34,6 +34,9 @@ BACKENDS = {
 
 
 class Backend(Protocol):
+    async def open(self) -> None:
+        """Check and prepare the store before the first item; raise a clear error if it cannot be used."""
+
     async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
                     document: dict[str, Any]) -> Verdict:
         """Judge one item (and, for a backend that stores documents, write it unless dropped)."""
@@ -89,6 +92,9 @@ class EmbeddedBackend:
         from twisted.internet import reactor  # imported late: the crawler chooses the reactor
 
         return await maybe_deferred_to_future(deferToThreadPool(reactor, self._pool, fn))
+
+    async def open(self) -> None:
+        """Nothing left to check: the store was loaded when the backend was built."""
 
     async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
                     document: dict[str, Any]) -> Verdict:

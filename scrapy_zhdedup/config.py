@@ -31,13 +31,13 @@ T = TypeVar("T", bound="DataclassInstance")
 def option(default: Any, help: str, *, flag: str = "", secret: bool = False, group: str | None = "",
            shown: str = "") -> Any:
     """A config field with what its setting and command-line option need: help text, a flag where it
-    is not ``--field-name``, ``secret`` (never show the value), ``group`` (which commands offer it;
-    ``None``: no command), ``shown`` (the default as documented, where the value is computed).
-    A ``Literal`` type gives the choices; a dict default is copied per instance."""
+    is not ``--field-name``, ``secret`` (never show the value: not in --help, not in the dataclass repr),
+    ``group`` (which commands offer it; ``None``: no command), ``shown`` (the default as documented, where
+    the value is computed). A ``Literal`` type gives the choices; a dict default is copied per instance."""
     metadata = {"help": help, "flag": flag, "secret": secret, "group": group, "shown": shown}
     if isinstance(default, dict):
-        return dataclasses.field(default_factory=lambda: dict(default), metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
+        return dataclasses.field(default_factory=lambda: dict(default), repr=not secret, metadata=metadata)
+    return dataclasses.field(default=default, repr=not secret, metadata=metadata)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,8 +121,9 @@ class EsConfig:
     es_flush_interval: float = option(5.0, "seconds before a partly filled bulk is written", group=WRITING)
     es_max_retries: int = option(5, "retries, with exponential backoff, before a document is dead-lettered",
                                  group=WRITING)
-    es_dead_letter: str = option("", "JSONL file for documents Elasticsearch rejects for good", group=WRITING,
-                                 shown="`./zhdedup-dead-letter.jsonl`")
+    es_dead_letter: str = option("", "JSONL file for documents not judged or not stored", group=WRITING,
+                                 shown="`zhdedup-dead-letter.jsonl` in JOBDIR (crawl) or beside the checkpoints "
+                                       "(`es ingest`), else in `./`")
     es_text_field: str = option("text", "document field that holds the cleaned text: stored by the backend and "
                                         "`es ingest`, searched and shown by `es search`", group=SEARCH)
     es_analysis: Analysis = option(

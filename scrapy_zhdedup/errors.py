@@ -31,3 +31,12 @@ class StoreError(ZhDedupError):
 
 class LayoutMismatchError(ZhDedupError):
     """Client band layout differs from the one an existing index was built with; lookups would miss silently."""
+
+
+class StoreFailedError(ZhDedupError):
+    """The store can take nothing more (e.g. its dead-letter file cannot be written): the crawl must stop."""
+
+
+class StoreUnavailableError(ZhDedupError):
+    """The store could not judge an item now (e.g. Elasticsearch down past the retries); the backend kept the
+    item (its dead-letter file) to be judged later, so the pipeline drops it instead of failing the crawl."""

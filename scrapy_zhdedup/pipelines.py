@@ -1,4 +1,14 @@
-"""The Scrapy item pipeline: ``ITEM_PIPELINES = {"scrapy_zhdedup.pipelines.ZhDedupPipeline": 300}``."""
+"""The Scrapy item pipeline: ``ITEM_PIPELINES = {"scrapy_zhdedup.pipelines.ZhDedupPipeline": 300}``.
+
+Failing once and early beats failing per item: the backend is opened (store reachable, index
+fitting, dead-letter file writable) in ``open_spider``, where an error fails the crawl (``scrapy
+crawl`` exits non-zero) before anything is downloaded.  In annotate mode an item class that cannot
+take the annotation fields is refused at its first item, before it is judged (a judged item is
+remembered, and the next run would drop it as a repeat of itself); the spider is then closed.
+An item the backend cannot judge because its store is down is in the backend's dead-letter file
+(``zhdedup/dead_letter``) and is dropped here with that reason; the close log says how to replay.
+If even that file cannot be written, the spider is closed (``zhdedup_store_failed``).
+"""
 
 from __future__ import annotations
 
@@ -10,10 +20,11 @@ from itemadapter import ItemAdapter
 from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.defer import deferred_from_coro
 
 from .backends import Backend, load_backend
 from .config import DedupConfig, PipelineConfig, from_settings
-from .errors import EmptyTextError, InvalidDocumentError
+from .errors import EmptyTextError, InvalidDocumentError, StoreFailedError, StoreUnavailableError, ZhDedupError
 from .judge import Verdict
 
 logger = logging.getLogger(__name__)
@@ -62,6 +73,7 @@ class ZhDedupPipeline:
         self.dedup = dedup
         self.backend = backend
         self.stats = crawler.stats
+        self._annotatable: dict[type, str | None] = {}  # item class -> why it cannot be annotated (None: it can)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ZhDedupPipeline:
@@ -72,9 +84,18 @@ class ZhDedupPipeline:
         _one_line_drops(crawler)
         return cls(crawler, config, from_settings(DedupConfig, settings), load_backend(crawler, config.backend))
 
+    async def open_spider(self, spider: Spider | None = None) -> None:
+        try:
+            await self.backend.open()
+        except ZhDedupError as exc:
+            logger.error("zhdedup: cannot start, the crawl stops: %s", exc)
+            raise
+
     async def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
         cfg = self.config
+        if cfg.mode == "annotate" and (problem := self._annotation_problem(type(item))):
+            raise DropItem(f"zhdedup: not judged, {type(item).__name__} cannot take the annotations ({problem})")
         doc_id = adapter.get(cfg.id_field)
         text, html = adapter.get(cfg.text_field), adapter.get(cfg.html_field)
         if doc_id is None or (text is None and html is None):
@@ -92,6 +113,11 @@ class ZhDedupPipeline:
             printable = str(doc_id).encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate too
             logger.warning("zhdedup: %s passed through unjudged: %s", printable, exc)
             return item
+        except StoreUnavailableError as exc:  # kept by the backend (dead-letter file), to be judged later
+            raise DropItem(f"zhdedup: not judged now: {exc}") from exc
+        except StoreFailedError as exc:  # nothing can be kept any more: stop once, loudly
+            self._close("zhdedup_store_failed", f"zhdedup: {exc}")
+            raise DropItem("zhdedup: not judged, the store failed (see the error above)") from exc
         self.stats.inc_value("zhdedup/judged")
         self.stats.inc_value(f"zhdedup/{verdict.status}")
         if verdict.rerun:
@@ -105,17 +131,34 @@ class ZhDedupPipeline:
             self._annotate(adapter, verdict)
         return item
 
+    def _annotation_problem(self, item_class: type) -> str | None:
+        """Why items of this class cannot take the annotation fields; the first time, the spider is closed."""
+        if item_class in self._annotatable:
+            return self._annotatable[item_class]
+        declared = ItemAdapter.get_field_names_from_class(item_class)  # None: any key can be set (dict)
+        missing = [f for f in self.config.fields.values() if declared is not None and f not in declared]
+        problem = None
+        if missing:
+            problem = (f"zhdedup cannot set {missing[0]!r} on {item_class.__name__}: declare the field, or "
+                       f"rename/remove it in ZHDEDUP_FIELDS (ZHDEDUP_MODE = 'annotate'; missing: {missing})")
+            self._close("zhdedup_cannot_annotate", f"{problem}; no item was judged")
+        self._annotatable[item_class] = problem
+        return problem and "see the error above"
+
+    def _close(self, reason: str, message: str) -> None:
+        """Close the spider with ``reason``, once; ``message`` goes to the log and the ``zhdedup/error`` stat."""
+        if self.stats.get_value("zhdedup/error") is not None:
+            return
+        logger.error("%s; closing the spider", message)
+        self.stats.set_value("zhdedup/error", message)
+        assert self.crawler.engine is not None
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))
+
     def _annotate(self, adapter: ItemAdapter, verdict: Verdict) -> None:
         values = {"status": verdict.status, "dup_of": verdict.dup_of, "distance": verdict.distance,
                   "cluster": verdict.cluster}
         for key, field in self.config.fields.items():
-            try:
-                adapter[field] = values[key]
-            except KeyError as exc:
-                raise KeyError(
-                    f"zhdedup cannot set {field!r} on {type(adapter.item).__name__}: declare the field, "
-                    f"or rename/remove it in ZHDEDUP_FIELDS"
-                ) from exc
+            adapter[field] = values[key]  # the class was checked before judging
 
     async def close_spider(self, spider: Spider | None = None) -> None:
         await self.backend.close()

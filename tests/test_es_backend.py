@@ -118,7 +118,7 @@ async def test_verdicts_equal_the_embedded_engine(es_url: str, index: str, tmp_p
         await b.close()
     assert got == expected
     assert {s for s, _, _ in got} == {"unique", "near", "exact"}
-    assert stats["zhdedup/es/indexed"] == len(stream) and "zhdedup/es/dead_letter" not in stats
+    assert stats["zhdedup/es/indexed"] == len(stream) and "zhdedup/dead_letter" not in stats
     es_client.indices.refresh(index=index)
     assert es_client.count(index=index)["count"] == len(stream)
 

@@ -119,7 +119,7 @@ async def test_outage_mid_run_is_retried(proxy: tuple[EsProxy, str], index: str,
     finally:
         p.restore()
         await b.close()
-    assert dead_letters(tmp_path) == [] and "zhdedup/es/dead_letter" not in stats
+    assert dead_letters(tmp_path) == [] and "zhdedup/dead_letter" not in stats
     assert stats["zhdedup/es/indexed"] == 4
     es_client.indices.refresh(index=index)
     assert es_client.count(index=index)["count"] == 4
@@ -143,7 +143,7 @@ async def test_down_for_good_dead_letters_and_raises(proxy: tuple[EsProxy, str],
     assert records[0]["document"] == {"url": "doc-3", "extra": "kept"}
     assert records[1]["document"]["url"] == "doc-0" and records[1]["document"]["zhdedup"]["status"] == "unique"
     assert all(r["reason"] and r["time"] for r in records)
-    assert stats["zhdedup/es/dead_letter"] == 4 and stats["zhdedup/es/errors"] == 4
+    assert stats["zhdedup/dead_letter"] == 4 and stats["zhdedup/es/errors"] == 4
     assert b.dead_lettered == 4
 
 
@@ -162,7 +162,7 @@ async def test_read_only_index_dead_letters_after_retries(index: str, es_url: st
     records = dead_letters(tmp_path)
     assert [r["doc_id"] for r in records] == ["doc-0", "doc-1"]
     assert {r["status"] for r in records} == {403} and all("cluster_block_exception" in r["reason"] for r in records)
-    assert stats["zhdedup/es/retries"] == 4 and stats["zhdedup/es/dead_letter"] == 2  # 2 items x 2 retries
+    assert stats["zhdedup/es/retries"] == 4 and stats["zhdedup/dead_letter"] == 2  # 2 items x 2 retries
     assert "zhdedup/es/indexed" not in stats
 
 

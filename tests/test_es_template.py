@@ -21,8 +21,10 @@ from es_plugin.template import (
     zhdedup_fields,
 )
 from scrapy_zhdedup.bands import BandLayout
+from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import LayoutMismatchError
 from scrapy_zhdedup.judge import Verdict
+from scrapy_zhdedup.storemeta import fingerprint_settings
 
 pytestmark = pytest.mark.es
 
@@ -76,6 +78,20 @@ def test_layout_mismatch_names_both_layouts(es_client: Elasticsearch, index: str
     assert read_meta(es_client, index)["layout"] == LAYOUT.to_dict()
     info = status(es_client, index, other)
     assert not info["matches"] and "silently miss" in info["problem"]
+
+
+def test_other_fingerprint_settings_are_refused_naming_each(es_client: Elasticsearch, index: str) -> None:
+    built = fingerprint_settings(DedupConfig(features="words", passage_chars=30))
+    install(es_client, index, LAYOUT, fingerprint=built)
+    assert read_meta(es_client, index)["fingerprint"] == built
+    install(es_client, index, LAYOUT, fingerprint=built)  # the same settings: fine
+    with pytest.raises(LayoutMismatchError) as err:
+        install(es_client, index, LAYOUT, fingerprint=fingerprint_settings(DedupConfig(traditional_to_simplified=False)))
+    message = str(err.value)
+    for difference in ("features: index 'words', this client 'auto'", "passage_chars: index 30, this client 20",
+                       "traditional_to_simplified: index True, this client False"):
+        assert difference in message
+    assert "shingle_size" not in message  # only what differs is named
 
 
 def test_conflicting_zhdedup_mapping_is_a_clear_error(es_client: Elasticsearch, index: str) -> None:

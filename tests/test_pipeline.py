@@ -300,15 +300,15 @@ def test_annotate_mode_with_renamed_fields(annotate_crawls: AnnotateCrawls) -> N
     assert not set(copy) & {"dedup_status", "dup_of", "dup_distance", "cluster_id"}
 
 
-def test_item_without_the_annotation_fields_is_a_clear_error(annotate_crawls: AnnotateCrawls) -> None:
-    base, result = annotate_crawls.base, annotate_crawls.results["bare"]
-    judged = [u for u in annotate_crawls.urls if not u.endswith(("empty.html", "notext.html"))]
-    assert [e["url"] for e in result["errors"]] == judged
-    for error in result["errors"]:
-        assert "zhdedup cannot set 'dedup_status' on BareItem: declare the field" in error["message"]
-    assert "declare the field, or rename/remove it in ZHDEDUP_FIELDS" in annotate_crawls.log
-    # items the pipeline did not judge still pass
-    assert sorted(i["url"] for i in result["items"]) == [base + "xinwen/empty.html", base + "xinwen/notext.html"]
+def test_item_without_the_annotation_fields_closes_the_spider_before_judging(annotate_crawls: AnnotateCrawls) -> None:
+    result = annotate_crawls.results["bare"]
+    stats = result["stats"]
+    assert stats["finish_reason"] == "zhdedup_cannot_annotate"
+    assert result["errors"] == [] and result["items"] == []  # refused, not failed item by item or passed unannotated
+    assert "zhdedup/judged" not in stats  # nothing judged, so nothing remembered as seen
+    assert "zhdedup cannot set 'dedup_status' on BareItem: declare the field, or rename/remove it in ZHDEDUP_FIELDS" \
+        in stats["zhdedup/error"]
+    assert "no item was judged; closing the spider" in annotate_crawls.log
 
 
 @pytest.mark.parametrize(("name", "backend"), [

@@ -73,4 +73,4 @@ ZHDEDUP_ES_FLUSH_INTERVAL = _env("ZHDEDUP_ES_FLUSH_INTERVAL", 5.0)  # seconds be
 ZHDEDUP_ES_MAX_RETRIES = _env("ZHDEDUP_ES_MAX_RETRIES", 5)  # retries with backoff before dead-lettering
 ZHDEDUP_ES_TEXT_FIELD = _env("ZHDEDUP_ES_TEXT_FIELD", "text")  # field the cleaned text is stored in
 ZHDEDUP_ES_ANALYSIS = _env("ZHDEDUP_ES_ANALYSIS", "jieba")  # "jieba" (any cluster) | "smartcn" | "ik" (plugins)
-ZHDEDUP_ES_DEAD_LETTER = _env("ZHDEDUP_ES_DEAD_LETTER", "")  # JSONL of rejected documents; "" = ./zhdedup-dead-letter.jsonl
+ZHDEDUP_ES_DEAD_LETTER = _env("ZHDEDUP_ES_DEAD_LETTER", "")  # not judged / not stored; "" = in JOBDIR or ./

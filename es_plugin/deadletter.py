@@ -1,0 +1,140 @@
+"""The dead-letter file: documents Elasticsearch did not take, one JSON line each with why and when.
+
+Nothing may vanish between "judged" and "stored", so this file is the last resort, and it must
+itself never fail silently: it is checked for writability when a run starts, and a failed write
+raises :class:`DeadLetterError` naming the file (the caller stops; see backend.py).
+
+Several processes may share one file (crawlers, ``zhdedup es replay``), so every append holds an
+exclusive ``flock``, and ``replay`` rewrites the file atomically under the same lock.  A writer
+that waited for the lock while the file was replaced notices the new inode and appends to the new
+file, so no line goes to an unlinked one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from scrapy_zhdedup.errors import StoreFailedError
+from scrapy_zhdedup.persist import atomic_write
+
+from .writer import Action, EsStats, describe, retryable
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_NAME = "zhdedup-dead-letter.jsonl"
+STAT = "zhdedup/dead_letter"  # items and documents not judged or not stored, all in the dead-letter file
+
+
+class DeadLetterError(StoreFailedError):
+    """The dead-letter file cannot be written: documents would be lost, so the run must stop."""
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[IO[bytes]]:
+    """``path`` opened for appending under an exclusive lock, surviving a concurrent atomic replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        with path.open("a+b") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                if os.fstat(fh.fileno()).st_ino != os.stat(path).st_ino:
+                    continue  # replaced while we waited: lock the new file
+            except FileNotFoundError:
+                continue
+            yield fh
+            return
+
+
+@dataclass
+class DeadLetters:
+    """Appends records to ``path`` and counts them (``retryable``: failures that may pass on a retry)."""
+
+    path: Path
+    index: str
+    stats: EsStats
+    count: int = 0
+    retryable: int = 0
+
+    def __post_init__(self) -> None:
+        self.path = self.path.absolute()  # messages name it; a relative path depends on where one stands
+
+    def check(self) -> None:
+        """Raise :class:`DeadLetterError` unless the file can be appended to (leaves no empty file behind)."""
+        existed = self.path.exists()
+        try:
+            with locked(self.path):
+                pass
+        except OSError as exc:
+            raise DeadLetterError(
+                f"the dead-letter file {self.path} cannot be written ({exc.strerror or exc}); documents "
+                f"Elasticsearch does not take would be lost. Set ZHDEDUP_ES_DEAD_LETTER (--dead-letter) to a "
+                f"writable path") from exc
+        if not existed:
+            self.path.unlink(missing_ok=True)
+
+    def record(self, action: Action | None, doc_id: str | None, document: dict[str, Any], stage: str,
+               error: Exception | dict[str, Any]) -> dict[str, Any]:
+        status, reason = describe(error)
+        if doc_id is None:
+            doc_id = document.get("zhdedup", {}).get("doc_id")
+        return {
+            "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "index": self.index,
+            "stage": stage, "op": action.op if action else None, "_id": action.id if action else None,
+            "doc_id": doc_id, "status": status, "reason": reason, "retryable": retryable(error),
+            "document": document,
+        }
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
+        data = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records).encode("utf-8")
+        try:
+            with locked(self.path) as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise DeadLetterError(
+                f"{len(records)} document(s) Elasticsearch did not take could not be written to the dead-letter "
+                f"file {self.path} ({exc.strerror or exc}); stopping so that nothing more is lost") from exc
+        self.count += len(records)
+        self.retryable += sum(r["retryable"] for r in records)
+        self.stats.inc_key(STAT, len(records))
+        logger.error("zhdedup: %d document(s) not stored in Elasticsearch (%s: %.300s); written to %s",
+                     len(records), records[0]["stage"], records[0]["reason"], self.path)
+
+
+def read(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The records of the file and its length in bytes when read (lines that are not JSON are kept as text)."""
+    with locked(path) as fh:
+        fh.seek(0)
+        data = fh.read()
+    records = []
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = {"unreadable": line}
+        records.append(record if isinstance(record, dict) else {"unreadable": line})
+    return records, len(data)
+
+
+def keep_only(path: Path, kept: list[dict[str, Any]], read_upto: int) -> None:
+    """Atomically replace the first ``read_upto`` bytes of the file with ``kept``; lines appended since stay."""
+    with locked(path) as fh:
+        fh.seek(0)
+        appended = fh.read()[read_upto:]
+        head = "".join((r["unreadable"] if "unreadable" in r else json.dumps(r, ensure_ascii=False)) + "\n"
+                       for r in kept).encode("utf-8")
+
+        def write(out: IO[bytes]) -> None:
+            out.write(head + appended)
+
+        atomic_write(path, write)  # an empty file: nothing left to replay

@@ -1,0 +1,525 @@
+"""Fault injection against real processes and real Elasticsearch nodes: nothing lost, failures loud.
+
+Every test drives the public entry points as an operator would (``zhdedup es …`` and ``scrapy
+runspider`` as subprocesses) and injects an ordinary fault: the node SIGKILLed and restarted
+(on a dedicated node, tests/fault_node.py), the index write-blocked, an unwritable dead-letter
+location, credentials in the URL, an item type that cannot take the annotations.  Each checks
+that no document is lost (every input id ends up stored exactly once, directly or through
+``zhdedup es replay``) and, where the semantics allow, that the verdicts equal an uninterrupted
+run on a fresh index.
+
+Why verdicts can be compared: ingests run with ``--concurrency 1`` (decisions in input order),
+and the corpus places every repost at least ``SPACING`` documents after its original, more than
+two bulks.  A resumed ingest re-judges, in input order, whatever was not acknowledged; the only
+documents it could see "too early" are those of a partly applied bulk, which cannot be copies of
+the re-judged ones.  A crawl cannot be compared item for item: what failed while the node was down
+is judged on replay, after the rest of the crawl, so for a dead-lettered original a later repost is
+the first copy.  There only clusters without a dead-lettered member are compared.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+from fault_node import FaultNode, free_port
+from zhtexts import articles, edit_chars, news_page, traditional, with_attribution
+
+pytestmark = [pytest.mark.es, pytest.mark.fault]
+
+TESTS = Path(__file__).resolve().parent
+SPIDER = TESTS / "fault_spider.py"
+CHUNK = 50  # originals per chunk; each chunk is followed by reposts of half of them
+SPACING = CHUNK // 2  # a repost comes at least this many documents after its original
+BULK = 10  # documents per bulk: SPACING is more than two bulks
+RUN_TIMEOUT = 600  # seconds any one subprocess may take before the test calls it hung
+SECRET = "s3cr3t-pw-zhdedup"
+Verdicts = dict[str, tuple[str, str | None, int | None]]  # doc id -> (status, dup_of, distance)
+
+
+# --- corpus and site ---------------------------------------------------------------------------------
+
+
+@cache
+def corpus() -> tuple[dict[str, str], ...]:
+    """Real articles as pages; after every CHUNK originals, reposts of half of them (4 kinds of edit)."""
+    originals = articles(4 * CHUNK, max_chars=1200)
+    out: list[dict[str, str]] = []
+    for start in range(0, len(originals), CHUNK):
+        chunk = originals[start : start + CHUNK]
+        out += [{"id": f"o{start + i}", "html": news_page(a.title, a.text)} for i, a in enumerate(chunk)]
+        for i, a in enumerate(chunk[:SPACING]):
+            kind = i % 4
+            text = (a.text, with_attribution(a.text), edit_chars(a.text, 2, i), traditional(a.text))[kind]
+            site = "caijing" if kind else "xinwen"
+            out.append({"id": f"r{start + i}", "html": news_page(a.title, text, site=site)})
+    return tuple(out)
+
+
+def write_corpus(path: Path, records: tuple[dict[str, str], ...] | list[dict[str, str]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The corpus served as pages ``<base><id>.html``; yields the base URL."""
+    root = tmp_path_factory.mktemp("site")
+    for record in corpus():
+        (root / f"{record['id']}.html").write_text(record["html"], encoding="utf-8")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --- processes ---------------------------------------------------------------------------------------
+
+
+def zhdedup_cmd(*args: str | Path) -> list[str]:
+    return [sys.executable, "-m", "scrapy_zhdedup.cli", *map(str, args)]
+
+
+@contextmanager
+def running(cmd: list[str], log: Path, cwd: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A process with its output in ``log``: a pipe nobody reads while a fault is injected would stall it."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
+def zhdedup(*args: str | Path, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(zhdedup_cmd(*args), capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def ingest_args(url: str, index: str, src: Path, work: Path, dead: Path | None = None) -> list[str | Path]:
+    return ["es", "ingest", "--url", url, "--index", index, src, "--concurrency", "1", "--bulk-size", str(BULK),
+            "--checkpoint-dir", work / "checkpoints", "--dead-letter", dead or work / "dead.jsonl"]
+
+
+def crawl_cmd(urls: list[str], work: Path, settings: dict[str, Any], item: str = "dict") -> list[str]:
+    url_file = work / "urls.txt"
+    url_file.write_text("\n".join(urls) + "\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "scrapy", "runspider", str(SPIDER), "-a", f"urls={url_file}",
+           "-a", f"out={work / 'result.json'}", "-a", f"item={item}"]
+    for name, value in settings.items():
+        cmd += ["-s", f"{name}={value}"]
+    return cmd
+
+
+@dataclass
+class Crawl:
+    returncode: int
+    log: str
+    result: dict[str, Any] | None  # what fault_spider.py wrote at close; None if the spider never closed
+
+
+def crawl(urls: list[str], work: Path, settings: dict[str, Any], item: str = "dict") -> Crawl:
+    work.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(crawl_cmd(urls, work, settings, item), capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT, check=False, cwd=work)
+    return _crawl_result(work, proc.returncode, proc.stdout + proc.stderr)
+
+
+def _crawl_result(work: Path, returncode: int, log: str) -> Crawl:
+    out = work / "result.json"
+    result = json.loads(out.read_text(encoding="utf-8")) if out.exists() else None
+    return Crawl(returncode, log, result)
+
+
+def es_settings(url: str, index: str, work: Path, **extra: Any) -> dict[str, Any]:
+    return {"ZHDEDUP_BACKEND": "elasticsearch", "ZHDEDUP_ES_URL": url, "ZHDEDUP_ES_INDEX": index,
+            "ZHDEDUP_ES_BULK_SIZE": BULK, "ZHDEDUP_ES_FLUSH_INTERVAL": 1,
+            "ZHDEDUP_ES_DEAD_LETTER": work / "dead.jsonl", **extra}
+
+
+# --- Elasticsearch, read over plain HTTP (works while the client under test is misconfigured) --------------
+
+
+def _http(method: str, url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.load(response)
+
+
+def doc_count(url: str, index: str) -> int:
+    try:
+        return int(_http("GET", f"{url}/{index}/_count")["count"])
+    except (urllib.error.URLError, OSError):
+        return 0  # no index yet, or the node is down
+
+
+def stored(url: str, index: str) -> Verdicts:
+    """Verdict of every stored document by its id; a document stored twice fails the test."""
+    _http("POST", f"{url}/{index}/_refresh")
+    hits = _http("POST", f"{url}/{index}/_search", {"size": 10_000, "_source": ["zhdedup"]})["hits"]["hits"]
+    out: Verdicts = {}
+    for hit in hits:
+        z = hit["_source"]["zhdedup"]
+        assert z["doc_id"] not in out, f"{z['doc_id']} stored twice"
+        out[z["doc_id"]] = (z["status"], z.get("dup_of"), z.get("distance"))
+    return out
+
+
+def set_write_block(url: str, index: str, blocked: bool) -> None:
+    _http("PUT", f"{url}/{index}/_settings", {"index.blocks.write": blocked})
+
+
+def drop_index(client: Elasticsearch, index: str) -> None:
+    client.options(ignore_status=404).indices.delete(index=index)
+    client.options(ignore_status=404).indices.delete_index_template(name=f"zhdedup-{index}")
+
+
+def wait_for(condition: Any, proc: subprocess.Popen[bytes], what: str) -> None:
+    """Poll ``condition`` while ``proc`` runs; the test cannot inject its fault if the run ended first."""
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while not condition():
+        assert proc.poll() is None, f"the run ended before {what}: the fault was not injected mid-run"
+        assert time.monotonic() < deadline, f"no {what} within {RUN_TIMEOUT} s"
+        time.sleep(0.05)
+
+
+def dead_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+
+def replay(url: str, index: str, dead: Path) -> subprocess.CompletedProcess[str]:
+    return zhdedup("es", "replay", dead, "--url", url, "--index", index)
+
+
+def ids_of(records: Any) -> set[str]:
+    return {r["id"] for r in records}
+
+
+# --- fixtures ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fault_node() -> Iterator[FaultNode]:
+    """A node of our own that the tests may kill; stopped and its data removed at the end."""
+    node = FaultNode()
+    try:
+        node.start()
+        yield node
+    finally:
+        node.destroy()
+
+
+@pytest.fixture
+def index(es_client: Elasticsearch) -> Iterator[str]:
+    name = f"zhdedup-fault-{uuid.uuid4().hex[:12]}"
+    yield name
+    drop_index(es_client, name)
+
+
+@pytest.fixture(scope="module")
+def reference(es_url: str, es_client: Elasticsearch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Verdicts]:
+    """Verdicts of an uninterrupted ingest of the whole corpus into a fresh index of the shared node."""
+    work = tmp_path_factory.mktemp("reference")
+    name = f"zhdedup-fault-ref-{uuid.uuid4().hex[:12]}"
+    try:
+        proc = zhdedup(*ingest_args(es_url, name, write_corpus(work / "corpus.jsonl", corpus()), work))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        verdicts = stored(es_url, name)
+        assert set(verdicts) == ids_of(corpus())
+        statuses = [v[0] for v in verdicts.values()]
+        assert min(statuses.count("exact"), statuses.count("near")) >= len(corpus()) // 10  # real repeats
+        yield verdicts
+    finally:
+        drop_index(es_client, name)
+
+
+def assert_nothing_lost(url: str, index: str, reference: Verdicts, records: Any = None) -> None:
+    """Every input id is stored exactly once with the verdict of the uninterrupted run."""
+    got = stored(url, index)
+    want = {i: reference[i] for i in ids_of(records if records is not None else corpus())}
+    missing = sorted(set(want) - set(got))
+    assert not missing, f"{len(missing)} documents lost, e.g. {missing[:5]}"
+    assert set(got) == set(want)
+    differ = {i: (got[i], want[i]) for i in want if got[i] != want[i]}
+    assert not differ, f"{len(differ)} verdicts differ from the uninterrupted run: {dict(list(differ.items())[:5])}"
+
+
+# --- (a) the node SIGKILLed and restarted during `zhdedup es ingest` ---------------------------------------
+
+
+def test_ingest_through_a_node_crash_loses_nothing(fault_node: FaultNode, reference: Verdicts,
+                                                   tmp_path: Path) -> None:
+    url, index = fault_node.url, f"fault-ingest-{uuid.uuid4().hex[:8]}"
+    src = write_corpus(tmp_path / "corpus.jsonl", corpus())
+    dead = tmp_path / "dead.jsonl"
+    args = ingest_args(url, index, src, tmp_path, dead)
+    with running(zhdedup_cmd(*args), tmp_path / "ingest.log") as proc:
+        wait_for(lambda: doc_count(url, index) >= len(corpus()) // 3, proc, "a third of the corpus stored")
+        fault_node.kill()
+        fault_node.restart()
+        proc.wait(timeout=RUN_TIMEOUT)
+    out = (tmp_path / "ingest.log").read_text(encoding="utf-8")
+    # The node was down longer than the retries last: the run must not report success.
+    assert proc.returncode != 0, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    if dead_lines(dead):  # the node may also go down between two bulks, with nothing in flight
+        assert str(dead) in out, out[-3000:]
+
+    rerun = zhdedup(*args)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    replayed = replay(url, index, dead)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert_nothing_lost(url, index, reference)
+    again = replay(url, index, dead)  # a second replay is a no-op
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert_nothing_lost(url, index, reference)
+
+
+# --- (b) a Scrapy crawl through the pipeline while the node is killed and restarted --------------------------
+
+
+def test_crawl_through_a_node_crash_loses_nothing(fault_node: FaultNode, site: str, reference: Verdicts,
+                                                  tmp_path: Path) -> None:
+    url, index = fault_node.url, f"fault-crawl-{uuid.uuid4().hex[:8]}"
+    records = corpus()[: 2 * (CHUNK + SPACING)]
+    urls = [f"{site}{r['id']}.html" for r in records]
+    # paced so that the node is down while pages are still coming (a restart takes tens of seconds)
+    settings = es_settings(url, index, tmp_path, ZHDEDUP_MODE="annotate", ZHDEDUP_ES_MAX_RETRIES=2,
+                           ZHDEDUP_ES_TIMEOUT=5, DOWNLOAD_DELAY=0.4, RANDOMIZE_DOWNLOAD_DELAY=False)
+    with running(crawl_cmd(urls, tmp_path, settings), tmp_path / "crawl.log", cwd=tmp_path) as proc:
+        wait_for(lambda: doc_count(url, index) >= len(records) // 5, proc, "a fifth of the pages stored")
+        fault_node.kill()
+        fault_node.restart()
+        proc.wait(timeout=RUN_TIMEOUT)
+    log = (tmp_path / "crawl.log").read_text(encoding="utf-8")
+    result = _crawl_result(tmp_path, proc.returncode, log).result
+    assert result is not None, log[-5000:]
+    dead = tmp_path / "dead.jsonl"
+    letters = dead_lines(dead)
+    assert letters, f"the node was down longer than the retries: some items must be dead-lettered\n{log[-5000:]}"
+    stats = result["stats"]
+    assert stats.get("zhdedup/dead_letter") == len(letters), {k: v for k, v in stats.items() if "zhdedup" in k}
+    assert f"zhdedup es replay {dead}" in log  # the log says how to get them back
+
+    replayed = replay(url, index, dead)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    got = stored(url, index)
+    by_url = {f"{site}{r['id']}.html": r["id"] for r in records}
+    assert set(got) == set(urls), f"lost: {sorted(set(urls) - set(got))[:5]}"
+    # What was dead-lettered is judged on replay, after the rest: compare the clusters it did not touch.
+    late = {by_url[line["doc_id"]] for line in letters}
+    touched = late | {reference[i][1] for i in late if reference[i][1]}
+    touched |= {i for i in by_url.values() if reference[i][1] in touched}
+    for page, doc_id in by_url.items():
+        if doc_id in touched:
+            continue
+        status, dup_of, distance = reference[doc_id]
+        assert got[page] == (status, dup_of and f"{site}{dup_of}.html", distance), page
+
+
+def test_crawl_with_the_node_down_from_the_start_fails_at_open(site: str, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    urls = [f"{site}{r['id']}.html" for r in corpus()[:5]]
+    done = crawl(urls, tmp_path, es_settings(url, "fault-down", tmp_path))
+    assert done.returncode != 0, done.log[-3000:]
+    assert f"Elasticsearch at {url} is not reachable" in done.log
+    assert "--es-url" not in done.log
+    assert "Error processing" not in done.log  # not item by item
+    assert not (tmp_path / "dead.jsonl").exists()  # nothing was accepted, so nothing to dead-letter
+    if done.result is not None:
+        stats = done.result["stats"]
+        assert done.result["scraped"] == [] and "zhdedup/judged" not in stats
+        assert stats.get("downloader/response_count", 0) == 0  # closed at open, before crawling
+
+
+# --- (c) an unwritable dead-letter location ------------------------------------------------------------------
+
+
+def unwritable(tmp_path: Path) -> Path:
+    """A dead-letter path under a regular file: not creatable, for root too."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a directory should be\n")
+    return blocker / "dead.jsonl"
+
+
+def test_ingest_with_an_unwritable_dead_letter_fails_at_start(es_url: str, index: str, reference: Verdicts,
+                                                              tmp_path: Path) -> None:
+    records = corpus()[:60]
+    src = write_corpus(tmp_path / "corpus.jsonl", records)
+    dead = unwritable(tmp_path)
+    assert zhdedup("es", "install", "--url", es_url, "--index", index).returncode == 0
+    set_write_block(es_url, index, True)  # every bulk would need the dead-letter file
+    try:
+        proc = zhdedup(*ingest_args(es_url, index, src, tmp_path, dead), timeout=120)  # must not hang
+    finally:
+        set_write_block(es_url, index, False)
+    assert proc.returncode != 0
+    assert str(dead) in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert doc_count(es_url, index) == 0
+    rerun = zhdedup(*ingest_args(es_url, index, src, tmp_path))  # nothing was checkpointed as done
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert_nothing_lost(es_url, index, reference, records)
+
+
+def test_dead_letter_location_lost_mid_ingest_fails_loudly(es_url: str, index: str, reference: Verdicts,
+                                                           tmp_path: Path) -> None:
+    """The writer must not die silently: flush/close raise naming the path instead of hanging."""
+    src = write_corpus(tmp_path / "corpus.jsonl", corpus())
+    letters_dir = tmp_path / "letters"
+    letters_dir.mkdir()
+    dead = letters_dir / "dead.jsonl"
+    try:
+        with running(zhdedup_cmd(*ingest_args(es_url, index, src, tmp_path, dead)), tmp_path / "ingest.log") as proc:
+            wait_for(lambda: doc_count(es_url, index) >= len(corpus()) // 4, proc, "a quarter of the corpus stored")
+            shutil.rmtree(letters_dir)
+            letters_dir.write_text("the dead-letter directory is gone\n")
+            set_write_block(es_url, index, True)
+            proc.wait(timeout=300)  # the retries take seconds; a hang takes forever
+    finally:
+        set_write_block(es_url, index, False)
+    out = (tmp_path / "ingest.log").read_text(encoding="utf-8")
+    assert proc.returncode != 0, out[-3000:]
+    assert str(dead) in out and "Traceback" not in out, out[-3000:]
+    letters_dir.unlink()
+    letters_dir.mkdir()
+    rerun = zhdedup(*ingest_args(es_url, index, src, tmp_path, dead))
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert not dead_lines(dead)
+    assert_nothing_lost(es_url, index, reference)
+
+
+def test_crawl_with_an_unwritable_dead_letter_fails_at_open(es_url: str, index: str, site: str,
+                                                            tmp_path: Path) -> None:
+    dead = unwritable(tmp_path)
+    urls = [f"{site}{r['id']}.html" for r in corpus()[:5]]
+    done = crawl(urls, tmp_path / "crawl", es_settings(es_url, index, tmp_path, ZHDEDUP_ES_DEAD_LETTER=dead))
+    assert done.returncode != 0, done.log[-3000:]
+    assert str(dead) in done.log and "Error processing" not in done.log, done.log[-3000:]
+    assert doc_count(es_url, index) == 0
+
+
+# --- (d) the index write-blocked mid-ingest --------------------------------------------------------------------
+
+
+def test_write_block_mid_ingest_dead_letters_then_replay_stores(es_url: str, index: str, reference: Verdicts,
+                                                                tmp_path: Path) -> None:
+    src = write_corpus(tmp_path / "corpus.jsonl", corpus())
+    dead = tmp_path / "dead.jsonl"
+    args = ingest_args(es_url, index, src, tmp_path, dead)
+    try:
+        with running(zhdedup_cmd(*args), tmp_path / "ingest.log") as proc:
+            wait_for(lambda: doc_count(es_url, index) >= len(corpus()) // 4, proc, "a quarter of the corpus stored")
+            set_write_block(es_url, index, True)
+            proc.wait(timeout=RUN_TIMEOUT)
+    finally:
+        set_write_block(es_url, index, False)
+    out = (tmp_path / "ingest.log").read_text(encoding="utf-8")
+    letters = dead_lines(dead)
+    assert proc.returncode != 0 and letters, out[-3000:]
+    assert any(line["status"] == 403 and "cluster_block_exception" in line["reason"] for line in letters)
+    assert f"{len(letters)} documents" in out and str(dead) in out, out[-3000:]  # the count, and where
+
+    replayed = replay(es_url, index, dead)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    rerun = zhdedup(*args)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert_nothing_lost(es_url, index, reference)
+
+
+def test_short_write_block_is_retried_without_dead_letters(es_url: str, index: str, reference: Verdicts,
+                                                           tmp_path: Path) -> None:
+    src = write_corpus(tmp_path / "corpus.jsonl", corpus())
+    dead = tmp_path / "dead.jsonl"
+    try:
+        with running(zhdedup_cmd(*ingest_args(es_url, index, src, tmp_path, dead)), tmp_path / "ingest.log") as proc:
+            wait_for(lambda: doc_count(es_url, index) >= BULK, proc, "the first bulk stored")
+            set_write_block(es_url, index, True)
+            time.sleep(0.2)  # shorter than the first retry's back-off: a bulk in between gets one 403 at most
+            set_write_block(es_url, index, False)
+            proc.wait(timeout=RUN_TIMEOUT)
+    finally:
+        set_write_block(es_url, index, False)
+    assert proc.returncode == 0, (tmp_path / "ingest.log").read_text(encoding="utf-8")[-3000:]
+    assert not dead_lines(dead)
+    assert_nothing_lost(es_url, index, reference)
+
+
+# --- (e) credentials in the URL are never printed -----------------------------------------------------------------
+
+
+def _files_text(root: Path) -> str:
+    return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in root.rglob("*") if p.is_file())
+
+
+def with_credentials(url: str) -> str:
+    return url.replace("http://", f"http://zhuser:{SECRET}@", 1)
+
+
+def test_credentials_in_the_url_are_never_printed(es_url: str, index: str, site: str, tmp_path: Path) -> None:
+    records = corpus()[:10]
+    src = write_corpus(tmp_path / "corpus.jsonl", records)
+    down = f"http://127.0.0.1:{free_port()}"
+    outputs = []
+    for url in (es_url, down):  # a node that ignores (or refuses) the credentials, and none at all
+        secret_url = with_credentials(url)
+        for args in (ingest_args(secret_url, index, src, tmp_path), ["es", "status", "--url", secret_url,
+                                                                     "--index", index]):
+            proc = zhdedup(*args, timeout=120)
+            outputs.append(proc.stdout + proc.stderr)
+        work = tmp_path / f"crawl-{len(outputs)}"
+        done = crawl([f"{site}{r['id']}.html" for r in records], work,
+                     es_settings(secret_url, index, work, LOG_FILE=work / "scrapy.log"))
+        outputs.append(done.log + (work / "scrapy.log").read_text(encoding="utf-8"))
+    assert f"Elasticsearch at {down} is not reachable" in outputs[-1]  # the messages name the node...
+    for text in [*outputs, _files_text(tmp_path)]:
+        assert SECRET not in text, text[text.find(SECRET) - 300 : text.find(SECRET) + 100]  # ...never the password
+
+
+# --- (f) annotate mode with an item type that cannot take the annotations ------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["embedded", "elasticsearch"])
+def test_item_without_annotation_fields_is_refused_and_not_remembered(backend: str, es_url: str, index: str,
+                                                                      site: str, tmp_path: Path) -> None:
+    urls = [f"{site}{r['id']}.html" for r in corpus()[:8]]  # eight different articles
+    # the store only: a JOBDIR would also resume the refused run's queued requests
+    store = {"ZHDEDUP_STORE_DIR": tmp_path / "store"} if backend == "embedded" else es_settings(es_url, index, tmp_path)
+    first = crawl(urls, tmp_path / "annotate", {**store, "ZHDEDUP_MODE": "annotate"}, item="bare")
+    message = "zhdedup cannot set 'dedup_status' on BareItem: declare the field"
+    assert message in first.log, first.log[-3000:]
+    assert first.log.count(message) <= 2, "refused once, at open or at the first item, not item by item"
+    assert first.returncode != 0 or (first.result is not None and first.result["reason"] != "finished")
+    assert first.result is None or first.result["scraped"] == []  # nothing passed through unannotated
+
+    second = crawl(urls, tmp_path / "drop", {**store, "ZHDEDUP_MODE": "drop"})
+    assert second.returncode == 0 and second.result is not None, second.log[-3000:]
+    assert "item_dropped_count" not in second.result["stats"], "items of the refused run were remembered"
+    assert sorted(second.result["scraped"]) == sorted(urls)
