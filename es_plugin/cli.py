@@ -20,6 +20,7 @@ from elasticsearch import ApiError, Elasticsearch
 from scrapy_zhdedup.cli import progress
 from scrapy_zhdedup.config import CONNECTION, WRITING, DedupConfig, EsConfig, add_options, from_args
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
+from scrapy_zhdedup.workers import add_workers_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,8 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-dir", type=Path, default=Path(".zhdedup-checkpoints"),
                    help="where the per-input resume checkpoints live (default %(default)s)")
     p.add_argument("--restart", action="store_true", help="ignore existing checkpoints and read inputs from the start")
-    p.add_argument("--concurrency", type=int, default=4,
-                   help="documents judged at once; overlaps lookups (default %(default)s, 1 = strictly in input order)")
+    add_workers_option(p)
     p.add_argument("--strict", action="store_true", help="stop at the first bad record instead of skipping it")
     p.set_defaults(func=_es_errors(cmd_ingest))
 
@@ -74,6 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint", type=Path, default=None,
                    help="resume file (default .zhdedup-checkpoints/dedup-index-SOURCE.json)")
     p.add_argument("--batch-size", type=int, default=500, help="documents per page and per bulk of updates (default %(default)s)")
+    add_workers_option(p)
     p.add_argument("--dry-run", action="store_true", help="judge and report, write nothing")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_es_errors(cmd_dedup_index))
@@ -212,7 +213,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     es = from_args(EsConfig, args)
     with _bar(_count_inputs(args.inputs), "doc", "ingest") as bar:
         report = ingest(args.inputs, from_args(DedupConfig, args), es, mode=args.mode, checkpoint_dir=args.checkpoint_dir,
-                        restart=args.restart, strict=args.strict, concurrency=args.concurrency, progress=bar)
+                        restart=args.restart, strict=args.strict, workers=args.workers, progress=bar)
     for entry in report["inputs"]:
         if entry.get("skipped_input"):
             print(f"{entry['input']}: already ingested (checkpoint {entry['checkpoint']}; --restart to redo)",
@@ -281,7 +282,8 @@ def cmd_dedup_index(args: argparse.Namespace) -> int:
         with _bar(total, "doc", "dedup-index") as bar:
             report = dedup_index(client, args.source, from_args(DedupConfig, args), text_field=args.text_field,
                                  html_field=args.html_field, id_field=args.id_field, dry_run=args.dry_run,
-                                 checkpoint=checkpoint, batch_size=args.batch_size, progress=bar)
+                                 checkpoint=checkpoint, batch_size=args.batch_size, workers=args.workers,
+                                 progress=bar)
     if args.json:
         _print(report)
         return 0

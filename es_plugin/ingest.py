@@ -31,7 +31,7 @@ import itertools
 import logging
 import re
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,8 +44,9 @@ from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
 from scrapy_zhdedup.jsonl import BadRecordError, open_input, read_records
-from scrapy_zhdedup.judge import Verdict
+from scrapy_zhdedup.judge import Prepared
 from scrapy_zhdedup.text import decode_html
+from scrapy_zhdedup.workers import Job, PreparePool, prepare_job
 
 from .checkpoint import Checkpoint
 from .client import acheck_reachable, make_async_client
@@ -55,6 +56,7 @@ logger = logging.getLogger(__name__)
 HTML_SUFFIXES = (".html", ".htm", ".shtml", ".xhtml")
 DEFAULT_CHECKPOINT_DIR = Path(".zhdedup-checkpoints")
 MAX_REPORTED_ERRORS = 50
+LOOKUP_BATCH = 100  # documents judged with one mget and one _msearch
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
 
 Progress = Callable[[int], None]
@@ -139,19 +141,18 @@ def html_files(directory: Path) -> list[Path]:
 
 def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: str = "annotate",
            checkpoint_dir: Path = DEFAULT_CHECKPOINT_DIR, restart: bool = False, strict: bool = False,
-           concurrency: int = 1, progress: Progress | None = None) -> dict[str, Any]:
+           workers: int | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """Ingest ``inputs`` into ``es.es_index``; returns counts per input and in total.
 
     ``mode="annotate"`` stores duplicates too (with their verdict, for folded search), ``"drop"``
-    stores first copies only.  ``concurrency`` documents are judged at once, which overlaps their
-    Elasticsearch round trips; among those, which of two near-duplicates counts as the first can
-    then depend on timing (as in a crawl), so use 1 for decisions strictly in input order.
+    stores first copies only.  Documents are cleaned and fingerprinted by ``workers`` processes
+    (default: the machine's cores; workers.py) and judged in input order, ``LOOKUP_BATCH`` at a time
+    (at most a bulk) with one ``mget`` and one ``_msearch``: the verdicts are those of judging one at
+    a time.
     ``progress(n)`` is called with the number of documents just judged.
     """
     if mode not in ("annotate", "drop"):
         raise ConfigError(f"mode must be 'annotate' or 'drop', not {mode!r}")
-    if concurrency < 1:
-        raise ConfigError("concurrency must be at least 1")
     kinds = []
     for source in inputs:
         if source.is_dir():
@@ -160,12 +161,13 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
             kinds.append("jsonl")
         else:
             raise ZhDedupError(f"{source}: no such file or directory")
-    return asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
-                               concurrency, progress))
+    with PreparePool(dedup, prepare_job, workers) as pool:
+        return asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
+                                   pool, progress))
 
 
 async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsConfig, mode: str,
-                  checkpoint_dir: Path, restart: bool, strict: bool, concurrency: int,
+                  checkpoint_dir: Path, restart: bool, strict: bool, pool: PreparePool[Job, Prepared],
                   progress: Progress | None) -> dict[str, Any]:
     client = make_async_client(es, max_retries=0)  # the backend retries with its own backoff
     stats = _Stats()
@@ -178,7 +180,7 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
         await acheck_reachable(client, es.es_url)
         for source, kind in sources:
             state = open_checkpoint(checkpoint_dir, es.es_index, source.resolve(), kind, restart)
-            reports.append(await _ingest_one(backend, client, reader, source, state, es, concurrency, progress))
+            reports.append(await _ingest_one(backend, client, reader, source, state, es, pool, progress))
     finally:
         try:
             await backend.close()
@@ -201,7 +203,8 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
 
 
 async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch, reader: _Reader, source: Path,
-                      state: Checkpoint, es: EsConfig, concurrency: int, progress: Progress | None) -> dict[str, Any]:
+                      state: Checkpoint, es: EsConfig, pool: PreparePool[Job, Prepared],
+                      progress: Progress | None) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     kind, at = state.identity["kind"], state.progress
     report: dict[str, Any] = {"input": str(source), "kind": kind, "resumed_from": at["position"],
@@ -219,43 +222,48 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
     else:
         items = reader.jsonl(source, at["position"])
     stream = _skip_stored(items, client, es.es_index, es.es_bulk_size, counts)
-    in_flight: deque[tuple[Item, asyncio.Future[Verdict]]] = deque()
     since_flush = 0
+    judging: tuple[list[Item], asyncio.Future[list[Prepared | Exception]]] | None = None
 
-    async def settle() -> None:
-        """Take the oldest judgement: positions are checkpointed in input order whatever finishes first."""
+    async def judge_batch(batch: list[Item], prepared: list[Prepared | Exception]) -> None:
+        """Judge one batch in input order; the checkpoint moves after each bulk's worth of batches."""
         nonlocal since_flush
-        item, future = in_flight.popleft()
-        try:
-            verdict = await future
-        except (EmptyTextError, ValueError) as exc:
-            reader.bad(item.path, item.line, str(exc))
-        else:
-            counts[verdict.status] += 1
-        at.update(position=item.position, last=item.doc_id)
-        since_flush += 1
+        entries = [(p, item.document) for item, p in zip(batch, prepared) if isinstance(p, Prepared)]
+        outcomes = iter(await backend.judge_many(entries))
+        for item, p in zip(batch, prepared):
+            outcome = next(outcomes) if isinstance(p, Prepared) else p
+            if isinstance(outcome, (EmptyTextError, ValueError)):
+                reader.bad(item.path, item.line, str(outcome))
+            elif isinstance(outcome, Exception):
+                raise outcome
+            else:
+                counts[outcome.status] += 1
+            at.update(position=item.position, last=item.doc_id)
+        since_flush += len(batch)
         if progress is not None:
-            progress(1)
+            progress(len(batch))
         if since_flush >= es.es_bulk_size:
             await backend.flush()
             state.save()
             since_flush = 0
 
     try:
-        async for item in stream:
-            in_flight.append((item, asyncio.ensure_future(
-                backend.judge(item.doc_id, text=item.text, html=None, document=item.document))))
-            if len(in_flight) >= concurrency:
-                await settle()
-        while in_flight:
-            await settle()
+        # batch k+1 is prepared (worker processes) while batch k is looked up and judged
+        async for batch in _batches(stream, min(LOOKUP_BATCH, es.es_bulk_size)):
+            preparing = asyncio.ensure_future(asyncio.to_thread(
+                lambda b=batch: list(pool.map((i.doc_id, i.text, None) for i in b))))  # type: ignore[misc]
+            if judging is not None:
+                await judge_batch(judging[0], await judging[1])
+            judging = (batch, preparing)
+        if judging is not None:
+            await judge_batch(judging[0], await judging[1])
         await backend.flush()
         at["done"] = True
         state.save()
     except BaseException:
-        for _, future in in_flight:
-            future.cancel()
-        await asyncio.gather(*(f for _, f in in_flight), return_exceptions=True)
+        if judging is not None:
+            judging[1].cancel()
+            await asyncio.gather(judging[1], return_exceptions=True)
         try:  # keep what was judged before the interruption, so a rerun does not redo it
             await backend.flush()
             state.save()
@@ -264,6 +272,17 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
                            source, exc, at["position"])
         raise
     return {**report, **counts, "done": True}
+
+
+async def _batches(items: AsyncIterator[Item], size: int) -> AsyncIterator[list[Item]]:
+    batch: list[Item] = []
+    async for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 async def _skip_stored(items: Iterator[Item], client: AsyncElasticsearch, index: str, window: int,
