@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar
 
 from .config import DedupConfig
 from .engine import Fingerprinter
-from .errors import ZhDedupError
+from .errors import ConfigError, ZhDedupError
 from .judge import Prepared
 
 In = TypeVar("In")
@@ -102,7 +102,7 @@ class PreparePool(Generic[In, Out]):
                  chunk: int = CHUNK) -> None:
         self.workers = default_workers() if workers is None else workers
         if self.workers < 1:
-            raise ZhDedupError(f"workers must be at least 1, got {self.workers}")
+            raise ConfigError(f"workers must be at least 1, got {self.workers}")
         self.config, self.step, self.chunk = config, step, chunk
         self._local: Fingerprinter | None = None
         self._executor: ProcessPoolExecutor | None = None

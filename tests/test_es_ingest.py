@@ -67,11 +67,14 @@ def stored(client: Elasticsearch, index: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def test_jsonl_verdicts_fields_and_bad_lines(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_jsonl_verdicts_fields_and_bad_lines(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch,
+                                             workers: int) -> None:
+    """The same stored verdicts as the engine in input order, with 1 or 2 worker processes."""
     recs = records()
     src = write_jsonl(tmp_path / "news.jsonl", recs, {3: "{broken", 9: json.dumps({"id": "x"}),
                                                       12: json.dumps({"id": "blank", "text": "。。 ！"})})
-    report = ingest([src], DEDUP, es_config(es_url, index, tmp_path), checkpoint_dir=tmp_path / "ck")
+    report = ingest([src], DEDUP, es_config(es_url, index, tmp_path), checkpoint_dir=tmp_path / "ck", workers=workers)
 
     deduper = Deduper(DEDUP)
     expected = {r["id"]: deduper.check(r["id"], text=r.get("text"), html=r.get("html")) for r in recs}
