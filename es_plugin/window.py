@@ -1,9 +1,11 @@
 """Items that arrive together are looked up together.
 
 The Scrapy pipeline hands the backend one item at a time, but up to ``CONCURRENT_ITEMS`` of them are
-in flight at once.  :class:`LookupWindow` holds each item at most ``window`` seconds (or until
-``limit`` are waiting) and judges what it collected as one batch: one ``mget`` and one ``_msearch``
-instead of two requests per item.  Within a batch, items are judged in the order they arrived.
+in flight at once.  :class:`LookupWindow` judges what it collected as one batch: one ``mget`` and one
+``_msearch`` instead of two requests per item.  Within a batch, items are judged in the order they
+arrived.  Like a database's group commit: when no batch is being looked up, an item goes at once (with
+whatever arrived in the same event-loop turn), so a lone item never waits; while one is, arrivals
+gather until it returns, but at most ``window`` seconds (or until ``limit`` are waiting).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class LookupWindow:
         if len(self._waiting) >= self.limit:
             self._release()
         elif self._timer is None:
-            self._timer = loop.call_later(self.window, self._release)
+            self._timer = loop.call_later(self.window if self._running else 0, self._release)
         return await future
 
     def _release(self) -> None:
@@ -45,7 +47,12 @@ class LookupWindow:
         if batch:
             task = asyncio.get_running_loop().create_task(self._judge(batch))
             self._running.add(task)
-            task.add_done_callback(self._running.discard)
+            task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        if self._waiting and not self._running:  # what gathered meanwhile need not wait out the window
+            self._release()
 
     async def _judge(self, batch: list[tuple[Entry, asyncio.Future[Verdict | Exception]]]) -> None:
         try:
