@@ -20,10 +20,11 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
 from benchmarks import common
-from benchmarks.bench_throughput import corpus_file
+from benchmarks.corpus import build_scan_file
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.features import Featurizer
@@ -49,6 +50,17 @@ def hit_rate(stream: Iterable[Sequence[str]], cap: int) -> tuple[float, int]:
     return hits / total if total else 0.0, peak
 
 
+def scan_corpus(n_docs: int) -> Path:
+    """The cached text corpus of ``bench_pipeline --docs 100000`` (real news, 29 % reposts), or one as large."""
+    path = common.CACHE_DIR / "scan-100000-20261121.jsonl"
+    if not path.exists():
+        path = common.CACHE_DIR / f"scan-{n_docs}-20261121.jsonl"
+        if not path.exists():
+            common.CACHE_DIR.mkdir(parents=True, exist_ok=True)
+            build_scan_file(path, n_docs, 20261121)
+    return path
+
+
 def streams(n_docs: int) -> tuple[list[list[str]], list[list[str]], int]:
     """Per document: the words the Featurizer looks up, and the features the SimHasher hashes."""
     import rjieba
@@ -57,7 +69,7 @@ def streams(n_docs: int) -> tuple[list[list[str]], list[list[str]], int]:
     words: list[list[str]] = []
     features: list[list[str]] = []
     chars = 0
-    with corpus_file(100_000, 20261121).open(encoding="utf-8") as fh:
+    with scan_corpus(n_docs).open(encoding="utf-8") as fh:
         for line in islice(fh, n_docs):
             rec = json.loads(line)
             clean = fp.clean(text=rec.get("text"), html=rec.get("html"))
