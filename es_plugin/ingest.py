@@ -161,7 +161,7 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
             kinds.append("jsonl")
         else:
             raise ZhDedupError(f"{source}: no such file or directory")
-    with PreparePool(dedup, prepare_job, workers) as pool:
+    with PreparePool(dedup, _prepare_with_features, workers) as pool:
         return asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
                                    pool, progress))
 
@@ -272,6 +272,14 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
                            source, exc, at["position"])
         raise
     return {**report, **counts, "done": True}
+
+
+def _prepare_with_features(fingerprinter: Fingerprinter, job: Job) -> Prepared:
+    """The pool's step: the features too, also with one worker (then they are computed on the
+    preparing thread while the previous batch is looked up, not on the event loop's critical path)."""
+    prepared = prepare_job(fingerprinter, job)
+    prepared.features  # noqa: B018 - a cached property, evaluated for its side effect
+    return prepared
 
 
 async def _batches(items: AsyncIterator[Item], size: int) -> AsyncIterator[list[Item]]:
