@@ -46,7 +46,7 @@ from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
 from scrapy_zhdedup.jsonl import BadRecordError, open_input, read_records
 from scrapy_zhdedup.judge import Prepared
 from scrapy_zhdedup.text import decode_html
-from scrapy_zhdedup.workers import Job, PreparePool, prepare_job
+from scrapy_zhdedup.workers import PreparePool
 
 from .checkpoint import Checkpoint
 from .client import acheck_reachable, make_async_client
@@ -60,6 +60,7 @@ LOOKUP_BATCH = 100  # documents judged with one mget and one _msearch
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
 
 Progress = Callable[[int], None]
+ItemJob = tuple[str, str | None, str | None]  # doc_id, text, html: what the worker pool prepares
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,12 @@ class Item:
     """One document to judge; ``position`` is what the checkpoint stores once it is written."""
 
     doc_id: str
-    text: str
+    text: str | None
     document: dict[str, Any]
     path: str
     line: int
     position: int
+    html: str | None = None  # its main text is extracted by the worker pool, stored as ``text``, judged
 
 
 def open_checkpoint(directory: Path, index: str, source: Path, kind: str, restart: bool) -> Checkpoint:
@@ -95,10 +97,9 @@ class _Stats:
 
 
 class _Reader:
-    """Turns one input into items, extracting HTML main text with the engine's cleaner."""
+    """Turns one input into items (the worker pool extracts the main text of pages)."""
 
-    def __init__(self, fingerprinter: Fingerprinter, strict: bool, errors: list[BadRecordError]) -> None:
-        self.extract = fingerprinter.cleaner.extract
+    def __init__(self, strict: bool, errors: list[BadRecordError]) -> None:
         self.strict = strict
         self.errors = errors
 
@@ -113,11 +114,8 @@ class _Reader:
         with open_input(source) as fh:
             for rec in read_records(fh, str(source), strict=self.strict, start_line=start, errors=self.errors):
                 document = {k: v for k, v in rec.data.items() if k != "html"}
-                text = rec.text
-                if rec.html is not None:  # html wins over text, as in `zhdedup scan` and the pipeline
-                    text = self.extract(rec.html)
-                    document.setdefault("text", text)
-                yield Item(rec.doc_id, text or "", document, rec.path, rec.line, rec.line)
+                # html wins over text, as in `zhdedup scan` and the pipeline
+                yield Item(rec.doc_id, rec.text, document, rec.path, rec.line, rec.line, rec.html)
 
     def html_dir(self, source: Path, files: list[Path], start: int) -> Iterator[Item]:
         for number, file in enumerate(files[start:], start=start + 1):
@@ -128,11 +126,10 @@ class _Reader:
                 self.bad(str(file), 0, f"unreadable ({exc.strerror})")
                 continue
             title = _TITLE.search(page)
-            text = self.extract(page)
-            document = {"id": rel, "path": rel, "text": text}
+            document = {"id": rel, "path": rel}
             if title:
                 document["title"] = htmllib.unescape(title.group(1)).strip()
-            yield Item(rel, text, document, str(file), 0, number)
+            yield Item(rel, None, document, str(file), 0, number, page)
 
 
 def html_files(directory: Path) -> list[Path]:
@@ -161,19 +158,19 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
             kinds.append("jsonl")
         else:
             raise ZhDedupError(f"{source}: no such file or directory")
-    with PreparePool(dedup, _prepare_with_features, workers) as pool:
+    with PreparePool(dedup, _prepare_item, workers) as pool:
         return asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
                                    pool, progress))
 
 
 async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsConfig, mode: str,
-                  checkpoint_dir: Path, restart: bool, strict: bool, pool: PreparePool[Job, Prepared],
+                  checkpoint_dir: Path, restart: bool, strict: bool, pool: PreparePool[ItemJob, tuple[str, Prepared]],
                   progress: Progress | None) -> dict[str, Any]:
     client = make_async_client(es, max_retries=0)  # the backend retries with its own backoff
     stats = _Stats()
     backend = ElasticsearchBackend(dedup, es, stats=stats, index_duplicates=mode == "annotate", client=client)
     errors: list[BadRecordError] = []
-    reader = _Reader(Fingerprinter(dedup), strict, errors)
+    reader = _Reader(strict, errors)
     reports = []
     started = time.perf_counter()
     try:
@@ -203,7 +200,7 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
 
 
 async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch, reader: _Reader, source: Path,
-                      state: Checkpoint, es: EsConfig, pool: PreparePool[Job, Prepared],
+                      state: Checkpoint, es: EsConfig, pool: PreparePool[ItemJob, tuple[str, Prepared]],
                       progress: Progress | None) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     kind, at = state.identity["kind"], state.progress
@@ -223,15 +220,21 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
         items = reader.jsonl(source, at["position"])
     stream = _skip_stored(items, client, es.es_index, es.es_bulk_size, counts)
     since_flush = 0
-    judging: tuple[list[Item], asyncio.Future[list[Prepared | Exception]]] | None = None
+    judging: tuple[list[Item], asyncio.Future[list[tuple[str, Prepared] | Exception]]] | None = None
 
-    async def judge_batch(batch: list[Item], prepared: list[Prepared | Exception]) -> None:
+    async def judge_batch(batch: list[Item], results: list[tuple[str, Prepared] | Exception]) -> None:
         """Judge one batch in input order; the checkpoint moves after each bulk's worth of batches."""
         nonlocal since_flush
-        entries = [(p, item.document) for item, p in zip(batch, prepared) if isinstance(p, Prepared)]
+        entries = []
+        for item, result in zip(batch, results):
+            if not isinstance(result, Exception):
+                text, prepared = result
+                if item.html is not None:
+                    item.document.setdefault("text", text)
+                entries.append((prepared, item.document))
         outcomes = iter(await backend.judge_many(entries))
-        for item, p in zip(batch, prepared):
-            outcome = next(outcomes) if isinstance(p, Prepared) else p
+        for item, result in zip(batch, results):
+            outcome = next(outcomes) if not isinstance(result, Exception) else result
             if isinstance(outcome, (EmptyTextError, ValueError)):
                 reader.bad(item.path, item.line, str(outcome))
             elif isinstance(outcome, Exception):
@@ -251,7 +254,7 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
         # batch k+1 is prepared (worker processes) while batch k is looked up and judged
         async for batch in _batches(stream, min(LOOKUP_BATCH, es.es_bulk_size)):
             preparing = asyncio.ensure_future(asyncio.to_thread(
-                lambda b=batch: list(pool.map((i.doc_id, i.text, None) for i in b))))  # type: ignore[misc]
+                lambda b=batch: list(pool.map((i.doc_id, i.text, i.html) for i in b))))  # type: ignore[misc]
             if judging is not None:
                 await judge_batch(judging[0], await judging[1])
             judging = (batch, preparing)
@@ -274,12 +277,16 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
     return {**report, **counts, "done": True}
 
 
-def _prepare_with_features(fingerprinter: Fingerprinter, job: Job) -> Prepared:
-    """The pool's step: the features too, also with one worker (then they are computed on the
-    preparing thread while the previous batch is looked up, not on the event loop's critical path)."""
-    prepared = prepare_job(fingerprinter, job)
+def _prepare_item(fingerprinter: Fingerprinter, job: ItemJob) -> tuple[str, Prepared]:
+    """The pool's step: a page's main text (stored as ``text``), then the document prepared from it
+    with its features, also with one worker (then they are computed on the preparing thread while the
+    previous batch is looked up, not on the event loop's critical path)."""
+    doc_id, text, html = job
+    if html is not None:
+        text = fingerprinter.cleaner.extract(html)
+    prepared = fingerprinter.prepare(doc_id, text=text or "")
     prepared.features  # noqa: B018 - a cached property, evaluated for its side effect
-    return prepared
+    return text or "", prepared
 
 
 async def _batches(items: AsyncIterator[Item], size: int) -> AsyncIterator[list[Item]]:
