@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import itertools
 import importlib
 import json
 import logging
@@ -18,8 +16,6 @@ from tqdm import tqdm
 
 from .config import DedupConfig, add_options, from_args
 from .engine import Deduper
-from .judge import judge
-from .workers import PreparePool, add_workers_option, prepare_job
 from .errors import EmptyTextError, ZhDedupError
 from .jsonl import BadRecordError, open_input, read_records
 
@@ -36,15 +32,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     out: IO[str] = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")  # noqa: SIM115  # closed below, stdout is not
     try:
-        with open_input(args.input) as fh, contextlib.ExitStack() as stack, progress(args.input.stat().st_size, "B", "scan") as bar:
+        with open_input(args.input) as fh, progress(args.input.stat().st_size, "B", "scan") as bar:
             last = 0
-            records, jobs = itertools.tee(read_records(fh, str(args.input), strict=args.strict, errors=errors))
-            pool = stack.enter_context(PreparePool(deduper.config, prepare_job, args.workers))
-            for rec, prepared in zip(records, pool.map((r.doc_id, r.text, r.html) for r in jobs)):
+            for rec in read_records(fh, str(args.input), strict=args.strict, errors=errors):
                 try:
-                    if isinstance(prepared, Exception):
-                        raise prepared
-                    verdict = judge(prepared, deduper.store)
+                    verdict = deduper.check(rec.doc_id, text=rec.text, html=rec.html)
                 except EmptyTextError as exc:
                     bad = BadRecordError(rec.path, rec.line, f"no text to judge ({exc})")
                     if args.strict:
@@ -86,7 +78,6 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--store", type=Path, help="directory to load/save what was seen, across runs")
     scan.add_argument("--strict", action="store_true", help="stop at the first bad line instead of skipping it")
     add_options(scan, DedupConfig, "deduplication")
-    add_workers_option(scan)
     scan.set_defaults(func=cmd_scan)
 
     _mount_es(sub)
