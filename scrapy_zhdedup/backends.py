@@ -96,6 +96,6 @@ class EmbeddedBackend:
 
     async def close(self) -> None:
         try:
-            await self._on_worker(self.deduper.save)
+            await self._on_worker(self.deduper.close)
         finally:
             self._pool.stop()

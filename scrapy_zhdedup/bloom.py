@@ -1,27 +1,17 @@
-"""Exact-repeat memory: a pybloom-live scalable Bloom filter over content hashes, persisted.
+"""Exact-repeat memory: a pybloom-live scalable Bloom filter over content hashes.
 
-The file wraps pybloom-live's own serialisation in a header (magic, format version,
-settings, SHA-256 of the payload): pybloom-live reads truncated or foreign bytes without
-complaint, and a silently empty or garbled filter would let a repeated crawl re-admit
-everything it had seen.
+The embedded store saves it inside its snapshot (store.py), so filter and index always come
+from the same generation; pybloom-live reads truncated bytes without complaint, so integrity is
+the snapshot's job (zip CRC), never this module's.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
-import struct
-from pathlib import Path
-from typing import BinaryIO
 
 from pybloom_live import ScalableBloomFilter
 
-from .errors import ConfigError, StoreError
-from .persist import atomic_write
-
-_MAGIC = b"ZHDEDUP-BLOOM\n"
-_FORMAT = 1
+from .errors import ConfigError
 
 
 class ExactFilter:
@@ -49,42 +39,14 @@ class ExactFilter:
     def nbytes(self) -> int:
         return sum(len(f.bitarray) // 8 for f in self._bloom.filters)
 
-    def save(self, path: Path) -> None:
+    def to_bytes(self) -> bytes:
         payload = io.BytesIO()
         self._bloom.tofile(payload)
-        data = payload.getvalue()
-        meta = json.dumps({
-            "format": _FORMAT, "error_rate": self.error_rate, "initial_capacity": self.initial_capacity,
-            "count": len(self), "sha256": hashlib.sha256(data).hexdigest(),
-        }).encode()
-
-        def write(fh: BinaryIO) -> None:
-            fh.write(_MAGIC + struct.pack("<I", len(meta)) + meta)
-            fh.write(data)
-
-        atomic_write(path, write)
+        return payload.getvalue()
 
     @classmethod
-    def load(cls, path: Path) -> ExactFilter:
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise StoreError(path, f"cannot read Bloom filter file ({exc.strerror})") from exc
-        if not raw.startswith(_MAGIC):
-            raise StoreError(path, "not a scrapy-zhdedup Bloom filter file (bad magic)")
-        try:
-            (meta_len,) = struct.unpack_from("<I", raw, len(_MAGIC))
-            start = len(_MAGIC) + 4
-            meta = json.loads(raw[start : start + meta_len])
-            data = raw[start + meta_len :]
-            if not isinstance(meta, dict) or not {"format", "sha256", "error_rate", "initial_capacity"} <= meta.keys():
-                raise ValueError("header is not a JSON object with format, sha256, error_rate, initial_capacity")
-        except (struct.error, ValueError) as exc:
-            raise StoreError(path, f"damaged Bloom filter header ({exc})") from exc
-        if meta.get("format") != _FORMAT:
-            raise StoreError(path, f"Bloom filter format {meta.get('format')!r} is not supported (expected {_FORMAT})")
-        if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
-            raise StoreError(path, "Bloom filter checksum mismatch: the file is truncated or corrupt")
-        out = cls(error_rate=meta["error_rate"], initial_capacity=meta["initial_capacity"])
+    def from_bytes(cls, data: bytes, *, error_rate: float, initial_capacity: int) -> ExactFilter:
+        """The inverse of :meth:`to_bytes`; the caller checks integrity (the snapshot's zip CRC)."""
+        out = cls(error_rate=error_rate, initial_capacity=initial_capacity)
         out._bloom = ScalableBloomFilter.fromfile(io.BytesIO(data))
         return out

@@ -52,7 +52,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
-        deduper.save()
+        deduper.close()
     if deduper.store.bloom_false_positives:
         logging.info("zhdedup scan: the Bloom filter said 'seen' for %d new texts (false positives)",
                      deduper.store.bloom_false_positives)

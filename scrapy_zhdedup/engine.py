@@ -67,7 +67,8 @@ class Deduper:
     def open(cls, config: DedupConfig, store_dir: str | Path | None) -> Deduper:
         store = EmbeddedStore.open(config.layout, Path(store_dir) if store_dir else None,
                                    error_rate=config.bloom_error_rate, initial_capacity=config.bloom_capacity,
-                                   passage_share=config.passage_share, passage_threshold=config.passage_threshold)
+                                   passage_share=config.passage_share, passage_threshold=config.passage_threshold,
+                                   config=config)
         return cls(config, store)
 
     def check(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
@@ -78,4 +79,9 @@ class Deduper:
         return judge(self.fingerprinter.prepare(doc_id, text=text, html=html, encoding=encoding), self.store)
 
     def save(self) -> None:
+        """Snapshot the store (each verdict is already in its log); the store stays open."""
         self.store.save()
+
+    def close(self) -> None:
+        """Snapshot the store and release its directory lock."""
+        self.store.close()

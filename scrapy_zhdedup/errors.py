@@ -20,11 +20,11 @@ class EmptyTextError(InvalidDocumentError):
 class StoreError(ZhDedupError):
     """A persisted store file cannot be used: corrupt, truncated, foreign or from an incompatible version."""
 
-    def __init__(self, path: object, reason: str) -> None:
-        super().__init__(
-            f"{path}: {reason}. Move or delete this file to start with an empty store "
-            f"(everything it remembered will be forgotten), or point ZHDEDUP_STORE_DIR / --store elsewhere."
-        )
+    RESET_HINT = ("Move or delete this file to start with an empty store (everything it remembered will be "
+                  "forgotten), or point ZHDEDUP_STORE_DIR / --store elsewhere.")
+
+    def __init__(self, path: object, reason: str, hint: str = RESET_HINT) -> None:
+        super().__init__(f"{path}: {reason}. {hint}")
         self.path = path
         self.reason = reason
 

@@ -1,4 +1,8 @@
-"""Atomic file replacement shared by the stores: a crash mid-save leaves the old file intact."""
+"""Atomic file replacement shared by the stores: a crash mid-save leaves the old file intact.
+
+The directory is synced after the rename, so once this returns the new file survives a power
+loss too (the embedded store empties its log only after that).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,11 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

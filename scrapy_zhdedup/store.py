@@ -1,19 +1,27 @@
 """The embedded store: what the engine remembers when no server is configured.
 
-Per document it keeps the fingerprint (band index), its passage keys (passages.py), a 64-bit
-prefix of the content hash (exact lookups that name the earlier document), the row of its
-cluster's first document and its id; README gives the bytes per document.  Saved as two files, each replaced atomically:
-``index.npz`` (numpy arrays, read without pickle so a foreign file cannot run code) and
-``bloom.bin``.  Band tables are rebuilt on load, so changing the threshold between runs is safe.
+Per stored document it keeps the fingerprint (band index), its passage keys (passages.py), a
+64-bit prefix of the content hash (exact lookups that name the earlier document), the row of its
+cluster's first document; per judged document (exact repeats included) its id, content hash and
+verdict, so a rerun can answer an id it has judged before.  README gives the bytes per document.
+
+On disk (``DIR/``): ``store.json`` (format and fingerprint settings, storemeta.py), ``lock``
+(one writer, storelock.py), ``index.npz`` (the snapshot: numpy arrays read without pickle, the
+Bloom filter inside so it always matches the index, replaced atomically) and ``log.bin``
+(every document judged since the snapshot, storelog.py).  Opening loads the snapshot and
+replays the log; saving writes a new snapshot and empties the log, and happens by itself when
+the log outgrows the snapshot.  Band tables are rebuilt on load, so the threshold may change.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import zipfile
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -22,19 +30,28 @@ import numpy as np
 from .bandindex import BandIndex, Hit
 from .bands import BandLayout
 from .bloom import ExactFilter
+from .config import DedupConfig
 from .errors import StoreError
 from .judge import Match, NearRule, closest
 from .keytable import KeyTable
 from .persist import atomic_write
+from .storelock import DirectoryLock
+from .storelog import LOG_FILE, LogWriter, Record, read_log
+from .storemeta import FORMAT, META_FILE, check_or_record, fingerprint_settings
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .judge import Prepared, Verdict
 
 INDEX_FILE = "index.npz"
-BLOOM_FILE = "bloom.bin"
-_FORMAT = 1
-_ARRAYS = ("meta", "fingerprints", "hash_keys", "roots", "ids", "passage_keys", "passage_rows")
+_OLD_BLOOM_FILE = "bloom.bin"  # format 1 kept the filter beside the index
+_ARRAYS = ("meta", "fingerprints", "roots", "passage_keys", "passage_rows", "ids", "entry_hashes", "entry_rows",
+           "entry_status", "entry_match", "entry_distance", "bloom")
 MAX_PASSAGE_POSTINGS = 64  # a passage in more documents than this is boilerplate, not evidence
+COMPACT_AFTER_BYTES = 64 << 20  # log size that triggers a snapshot (or the snapshot's size, if larger)
+STATUSES = ("unique", "exact", "near")
+_BLOOM_SAMPLE = 1000  # stored texts checked against the loaded Bloom filter (all of them would cost seconds at 1M)
 
 
 def nearest_with_passages(near: BandIndex, passage_table: KeyTable, fingerprint: int, passages: Sequence[int],
@@ -54,11 +71,28 @@ def nearest_with_passages(near: BandIndex, passage_table: KeyTable, fingerprint:
     return closest(accepted)
 
 
+@dataclass(frozen=True)
+class Previous:
+    """What the store recorded the last time it judged an id."""
+
+    content_hash: str
+    status: str  # "unique" | "exact" | "near"
+    dup_of: str | None
+    distance: int | None
+    cluster: str
+
+
+def _id_key(doc_id: str) -> int:
+    """Key of the in-memory id table (rebuilt on every load, so the salted, cached str hash is fine)."""
+    return hash(doc_id) & 0xFFFF_FFFF_FFFF_FFFF
+
+
 class EmbeddedStore:
     """The :class:`~scrapy_zhdedup.judge.Store` in this process: compact numpy tables, saved to a directory."""
 
     def __init__(self, layout: BandLayout, bloom: ExactFilter | None = None, directory: Path | None = None,
                  *, passage_share: float = 0.2, passage_threshold: int = 12) -> None:
+        """A memory-only store; :meth:`open` gives one persisted in a directory."""
         self.layout = layout
         self.passage_share = passage_share
         self.passage_threshold = passage_threshold
@@ -66,13 +100,31 @@ class EmbeddedStore:
         self.bloom = bloom if bloom is not None else ExactFilter()
         self.directory = directory
         self.bloom_false_positives = 0
+        self.compact_after_bytes = COMPACT_AFTER_BYTES
         self._near = BandIndex(layout)
         self._exact = KeyTable(np.uint64)
         self._passages = KeyTable(np.uint32)
+        self._roots = array("I")  # per row: row of the first document of its cluster
+        self._row_entry = array("I")  # per row: its entry
+        # per entry (every judged document, in order):
         self._ids: list[str] = []
-        self._roots = array("I")  # row of the first document of each row's cluster
+        self._entry_hashes = bytearray()  # 16 bytes each
+        self._entry_rows = array("i")  # its row, -1 for an exact repeat
+        self._entry_status = array("B")  # index into STATUSES
+        self._entry_match = array("i")  # row it repeats, -1 if unique
+        self._entry_distance = array("B")
+        self._id_table = KeyTable(np.uint64)  # id hash -> entries
+        self._log: LogWriter | None = None
+        self._lock: DirectoryLock | None = None
+        self._closed = False
+        self._snapshot_bytes = 0
 
     def __len__(self) -> int:
+        """Stored (indexed) documents; exact repeats are remembered but not indexed."""
+        return len(self._roots)
+
+    @property
+    def judged(self) -> int:
         return len(self._ids)
 
     @staticmethod
@@ -84,7 +136,7 @@ class EmbeddedStore:
             return None
         rows = self._exact.get_many([self._hash_key(content_hash)])
         if not rows:
-            self.bloom_false_positives += 1  # or a Bloom file that outlived its index file
+            self.bloom_false_positives += 1
             return None
         return self._match(min(rows), 0)
 
@@ -93,87 +145,219 @@ class EmbeddedStore:
         hit = nearest_with_passages(self._near, self._passages, fingerprint, passages, self.rule)
         return None if hit is None else self._match(hit.row, hit.distance)
 
+    def _row_id(self, row: int) -> str:
+        return self._ids[self._row_entry[row]]
+
     def cluster(self, row: int) -> str:
         """Cluster id of a row: the id of its cluster's first document."""
-        return self._ids[self._roots[row]]
+        return self._row_id(self._roots[row])
 
     def _match(self, row: int, distance: int) -> Match:
-        return Match(self._ids[row], self.cluster(row), distance, row)
+        return Match(self._row_id(row), self.cluster(row), distance, row)
 
     def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
-        """Exact repeats add nothing: their first copy answers for them."""
-        if verdict.status != "exact":
+        """Index a first copy or near repeat; an exact repeat is only remembered (its first copy answers for it)."""
+        if verdict.status == "exact":
+            assert match is not None
+            self.add_repeat(prepared.doc_id, prepared.digest, match)
+        else:
             self.add(prepared.doc_id, prepared.digest, prepared.fingerprint, prepared.passages, match)
 
     def add(self, doc_id: str, content_hash: str, fingerprint: int, passages: Sequence[int] = (),
             repeats: Match | None = None) -> None:
-        """Remember a document; ``repeats`` puts it in the cluster of the document it repeats."""
-        row = self._near.add(fingerprint)
-        if passages:
-            self._passages.add_many(passages, row)
-        self._ids.append(doc_id)
-        self._roots.append(row if repeats is None else self._roots[repeats.row])
-        self._exact.add_many([self._hash_key(content_hash)], row)
-        self.bloom.add(content_hash)
+        """Remember and index a document (unique, or a near repeat of ``repeats``, whose cluster it joins)."""
+        row = len(self._roots)
+        self._record(Record(len(self._ids), row, 0 if repeats is None else 2, -1 if repeats is None else repeats.row,
+                            0 if repeats is None else repeats.distance,
+                            row if repeats is None else self._roots[repeats.row], fingerprint,
+                            bytes.fromhex(content_hash), list(passages), doc_id))
+
+    def add_repeat(self, doc_id: str, content_hash: str, match: Match) -> None:
+        """Remember an exact repeat of ``match`` (not indexed: the first copy answers for it)."""
+        self._record(Record(len(self._ids), -1, 1, match.row, 0, 0, 0, bytes.fromhex(content_hash), [], doc_id))
+
+    def previous(self, doc_id: str) -> Previous | None:
+        """The last verdict recorded for ``doc_id``, or None if it was never judged."""
+        entries = [e for e in self._id_table.get_many([_id_key(doc_id)]) if self._ids[e] == doc_id]
+        if not entries:
+            return None
+        entry = max(entries)
+        status = STATUSES[self._entry_status[entry]]
+        row, match = self._entry_rows[entry], self._entry_match[entry]
+        return Previous(
+            content_hash=self._entry_hashes[16 * entry : 16 * entry + 16].hex(),
+            status=status,
+            dup_of=None if match < 0 else self._row_id(match),
+            distance=None if match < 0 else self._entry_distance[entry],
+            cluster=self.cluster(row if row >= 0 else match),
+        )
+
+    def _record(self, record: Record) -> None:
+        """The one way state changes: written to the log (if persisted), then applied in memory."""
+        if self._closed:
+            raise StoreError(self.directory, "the store is closed; open it again to remember more documents",
+                             hint="Call close() only once the run is over.")
+        if len(record.content_hash) != 16:
+            raise ValueError(f"content hashes are 128-bit hex strings, not {record.content_hash.hex()!r}")
+        if "\x00" in record.doc_id:
+            raise ValueError("document ids may not contain NUL characters")
+        if self._log is not None:
+            self._log.append(record)  # encodes first: an id that is not UTF-8 fails before anything changes
+        else:
+            record.doc_id.encode("utf-8")
+        self._apply(record)
+        if self._log is not None and self._log.size > max(self.compact_after_bytes, self._snapshot_bytes):
+            self.save()
+
+    def _apply(self, record: Record) -> None:
+        if record.row >= 0:
+            self._near.add(record.fingerprint)
+            if record.passages:
+                self._passages.add_many(record.passages, record.row)
+            self._roots.append(record.root)
+            self._row_entry.append(record.entry)
+            self._exact.add_many([int.from_bytes(record.content_hash[:8], "big")], record.row)
+            self.bloom.add(record.content_hash.hex())
+        self._ids.append(record.doc_id)
+        self._entry_hashes += record.content_hash
+        self._entry_rows.append(record.row)
+        self._entry_status.append(record.status)
+        self._entry_match.append(record.match)
+        self._entry_distance.append(record.distance)
+        self._id_table.add_many([_id_key(record.doc_id)], record.entry)
 
     def nbytes(self) -> dict[str, int]:
         """Memory by part, for the README's bytes-per-document figures."""
         ids = sum(len(i.encode()) + 49 for i in self._ids) + 8 * len(self._ids)  # str objects + list slots
+        verdicts = (len(self._entry_hashes) + sum(a.itemsize * len(a) for a in (
+            self._entry_rows, self._entry_status, self._entry_match, self._entry_distance, self._row_entry))
+            + self._id_table.nbytes())
         return {
             "band_index": self._near.nbytes(),
             "passage_index": self._passages.nbytes(),
             "exact_index": self._exact.nbytes(),
             "clusters": 4 * len(self._roots),
             "ids": ids,
+            "verdicts": verdicts,
             "bloom": self.bloom.nbytes(),
         }
 
     # -- persistence -------------------------------------------------------------------------
 
     def save(self) -> None:
-        """Write both files atomically; no-op for a memory-only store."""
-        if self.directory is None:
+        """Write a snapshot of everything (atomically), then empty the log; no-op for a memory-only store."""
+        if self._log is None or self.directory is None:
+            return
+        if self._log.size == 0 and (self.directory / INDEX_FILE).exists():
+            self._log.sync()
             return
         self._near.compact()
-        exact_keys, exact_rows = self._exact.arrays()
-        hash_keys = np.zeros(len(self._ids), dtype=np.uint64)
-        hash_keys[exact_rows] = exact_keys
         passage_keys, passage_rows = self._passages.arrays()
-        meta = {"format": _FORMAT, "count": len(self._ids), "layout": self.layout.to_dict()}
-        arrays = {
+        meta = {"format": FORMAT, "rows": len(self._roots), "entries": len(self._ids), "layout": self.layout.to_dict(),
+                "bloom": {"error_rate": self.bloom.error_rate, "initial_capacity": self.bloom.initial_capacity}}
+        arrays: dict[str, Any] = {
             "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
             "fingerprints": self._near.fingerprints(),
-            "hash_keys": hash_keys,
             "roots": np.frombuffer(self._roots, dtype=np.uint32).copy(),
-            "ids": np.frombuffer("\x00".join(self._ids).encode("utf-8"), dtype=np.uint8),
             "passage_keys": passage_keys,
             "passage_rows": passage_rows,
+            "ids": np.frombuffer("\x00".join(self._ids).encode("utf-8"), dtype=np.uint8),
+            "entry_hashes": np.frombuffer(bytes(self._entry_hashes), dtype=np.uint8),
+            "entry_rows": np.frombuffer(self._entry_rows, dtype=np.int32).copy(),
+            "entry_status": np.frombuffer(self._entry_status, dtype=np.uint8).copy(),
+            "entry_match": np.frombuffer(self._entry_match, dtype=np.int32).copy(),
+            "entry_distance": np.frombuffer(self._entry_distance, dtype=np.uint8).copy(),
+            "bloom": np.frombuffer(self.bloom.to_bytes(), dtype=np.uint8),
         }
 
         def write(fh: BinaryIO) -> None:
             np.savez(fh, **arrays)
 
         atomic_write(self.directory / INDEX_FILE, write)
-        self.bloom.save(self.directory / BLOOM_FILE)
+        self._snapshot_bytes = (self.directory / INDEX_FILE).stat().st_size
+        self._log.clear()  # a crash before this line replays records the snapshot has: they are skipped
+
+    def close(self) -> None:
+        """Save, then release the directory for the next writer; the store takes no more documents."""
+        self._closed = True
+        try:
+            self.save()
+        finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
 
     @classmethod
     def open(cls, layout: BandLayout, directory: Path | None, *, error_rate: float = 0.001,
-             initial_capacity: int = 100_000, passage_share: float = 0.2,
-             passage_threshold: int = 12) -> EmbeddedStore:
-        """Load the store saved in ``directory`` if there is one, else start empty."""
-        fresh_bloom = ExactFilter(error_rate=error_rate, initial_capacity=initial_capacity)
-        options: dict[str, Any] = {"passage_share": passage_share, "passage_threshold": passage_threshold}
-        if directory is None:
-            return cls(layout, fresh_bloom, **options)
-        directory = Path(directory)
-        index_path, bloom_path = directory / INDEX_FILE, directory / BLOOM_FILE
-        bloom = ExactFilter.load(bloom_path) if bloom_path.exists() else fresh_bloom
-        store = cls(layout, bloom, directory, **options)
-        if index_path.exists():
-            store._load_index(index_path)
+             initial_capacity: int = 100_000, passage_share: float = 0.2, passage_threshold: int = 12,
+             config: DedupConfig | Mapping[str, Any] | None = None, fsync_interval: float = 1.0) -> EmbeddedStore:
+        """Open (locked) the store in ``directory``, creating it if needed; ``None`` gives a memory-only store.
+
+        ``config`` gives the fingerprint settings the directory must have been built with (default
+        settings if None).  Every problem (locked, read-only, not a directory, other settings,
+        damaged files) is a StoreError here, before any work is done.
+        """
+        bloom = ExactFilter(error_rate=error_rate, initial_capacity=initial_capacity)
+        store = cls(layout, bloom, None if directory is None else Path(directory),
+                    passage_share=passage_share, passage_threshold=passage_threshold)
+        if store.directory is None:
+            return store
+        try:
+            store.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(store.directory, f"cannot use as a store directory ({exc.strerror})",
+                             hint="Point ZHDEDUP_STORE_DIR / --store at a writable directory.") from exc
+        store._lock = DirectoryLock(store.directory)
+        try:
+            store._load(config, fsync_interval)
+        except BaseException:
+            store._lock.release()
+            raise
         return store
 
-    def _load_index(self, path: Path) -> None:
+    def _load(self, config: DedupConfig | Mapping[str, Any] | None, fsync_interval: float) -> None:
+        assert self.directory is not None
+        directory = self.directory
+        if not (directory / META_FILE).exists() and ((directory / INDEX_FILE).exists()
+                                                     or (directory / _OLD_BLOOM_FILE).exists()):
+            raise StoreError(directory, "a format 1 store (index.npz + bloom.bin, written before version 0.2): "
+                             "it did not record its fingerprint settings and cannot be migrated",
+                             hint="Rebuild it by scanning its corpus again into a new --store / ZHDEDUP_STORE_DIR.")
+        for stale in (*directory.glob(f".{INDEX_FILE}.*.tmp"), *directory.glob(f".{META_FILE}.*.tmp")):
+            stale.unlink(missing_ok=True)  # a snapshot cut short by a crash; we hold the lock, so nobody writes it
+        try:
+            check_or_record(directory, fingerprint_settings(config))
+        except OSError as exc:
+            raise StoreError(directory, f"cannot write the store metadata ({exc.strerror})",
+                             hint="Make the directory writable or point ZHDEDUP_STORE_DIR / --store elsewhere.") from exc
+        if (directory / INDEX_FILE).exists():
+            self._load_snapshot(directory / INDEX_FILE)
+            self._snapshot_bytes = (directory / INDEX_FILE).stat().st_size
+        log_path = directory / LOG_FILE
+        try:
+            log = read_log(log_path)
+        except OSError as exc:
+            raise StoreError(log_path, f"unreadable log ({exc.strerror})") from exc
+        if log.dropped_bytes:
+            logger.warning("%s: dropped a torn or damaged tail of %d bytes after %d whole records (a write "
+                           "cut short by a crash)", log_path, log.dropped_bytes, len(log.records))
+        for record in log.records:
+            if record.entry < len(self._ids):
+                continue  # already in the snapshot (a crash between snapshot and log truncation)
+            if record.entry != len(self._ids) or record.row not in (-1, len(self._roots)):
+                raise StoreError(log_path, f"log record for entry {record.entry} / row {record.row} does not follow "
+                                 f"the snapshot ({len(self._ids)} entries, {len(self._roots)} rows)")
+            self._apply(record)
+        try:
+            self._log = LogWriter(log_path, log.good_bytes, fsync_interval)
+        except OSError as exc:
+            raise StoreError(log_path, f"cannot open the log for writing ({exc.strerror})",
+                             hint="Make the directory writable or point ZHDEDUP_STORE_DIR / --store elsewhere.") from exc
+
+    def _load_snapshot(self, path: Path) -> None:
         try:
             loaded = np.load(path, allow_pickle=False)
             if not isinstance(loaded, np.lib.npyio.NpzFile):
@@ -191,19 +375,39 @@ class EmbeddedStore:
             meta = json.loads(data["meta"].tobytes())
             if not isinstance(meta, dict):
                 raise ValueError("not a JSON object")
-            if meta.get("format") != _FORMAT:
-                raise StoreError(path, f"index format {meta.get('format')!r} is not supported (expected {_FORMAT})")
-            count = int(meta.get("count", -1))
-            ids = data["ids"].tobytes().decode("utf-8").split("\x00") if count else []
-        except (TypeError, ValueError) as exc:
-            raise StoreError(path, f"damaged index metadata or ids ({exc})") from exc
-        fps, keys, roots = data["fingerprints"], data["hash_keys"], data["roots"]
+            if meta.get("format") != FORMAT:
+                raise StoreError(path, f"index format {meta.get('format')!r} is not supported (expected {FORMAT})")
+            rows, entries = int(meta["rows"]), int(meta["entries"])
+            ids = data["ids"].tobytes().decode("utf-8").split("\x00") if entries else []
+            bloom = ExactFilter.from_bytes(data["bloom"].tobytes(), **meta["bloom"])
+        except (TypeError, ValueError, KeyError) as exc:
+            raise StoreError(path, f"damaged index metadata, ids or Bloom filter ({exc})") from exc
+        fps, roots = data["fingerprints"], data["roots"]
         p_keys, p_rows = data["passage_keys"].astype(np.uint32), data["passage_rows"].astype(np.uint32)
-        if (not (len(ids) == len(fps) == len(keys) == len(roots) == count) or len(p_keys) != len(p_rows)
-                or (count and roots.max() >= count) or (len(p_rows) and p_rows.max() >= count)):
+        e_hashes, e_rows, e_match = data["entry_hashes"], data["entry_rows"].astype(np.int32), data["entry_match"]
+        stored = np.flatnonzero(e_rows >= 0)
+        if (not (len(fps) == len(roots) == rows == len(stored)) or len(p_keys) != len(p_rows)
+                or not (len(ids) == len(e_rows) == len(data["entry_status"]) == len(e_match)
+                        == len(data["entry_distance"]) == entries) or len(e_hashes) != 16 * entries
+                or (rows and roots.max() >= rows) or (len(p_rows) and p_rows.max() >= rows)
+                or (entries and e_match.max() >= rows) or not np.array_equal(e_rows[stored], np.arange(rows))):
             raise StoreError(path, "inconsistent index arrays (truncated or edited file)")
+        hashes = e_hashes.reshape(-1, 16)
+        sample = stored[np.linspace(0, rows - 1, min(rows, _BLOOM_SAMPLE)).astype(np.int64)] if rows else stored
+        if not all(hashes[entry].tobytes().hex() in bloom for entry in sample.tolist()):
+            raise StoreError(path, "the Bloom filter does not hold the stored texts (edited or mixed-up file)")
+        row_keys = hashes[stored, :8].copy().view(">u8").ravel().astype(np.uint64)
         self._near = BandIndex.from_fingerprints(self.layout, fps)
-        self._exact = KeyTable.build(keys.astype(np.uint64), np.arange(count, dtype=np.uint32))
+        self._exact = KeyTable.build(row_keys, np.arange(rows, dtype=np.uint32))
         self._passages = KeyTable.build(p_keys, p_rows)
         self._roots = array("I", roots.astype(np.uint32).tobytes())
+        self._row_entry = array("I", stored.astype(np.uint32).tobytes())
         self._ids = ids
+        self._entry_hashes = bytearray(e_hashes.tobytes())
+        self._entry_rows = array("i", e_rows.tobytes())
+        self._entry_status = array("B", data["entry_status"].astype(np.uint8).tobytes())
+        self._entry_match = array("i", e_match.astype(np.int32).tobytes())
+        self._entry_distance = array("B", data["entry_distance"].astype(np.uint8).tobytes())
+        id_keys = np.fromiter((_id_key(i) for i in ids), dtype=np.uint64, count=entries)
+        self._id_table = KeyTable.build(id_keys, np.arange(entries, dtype=np.uint32))
+        self.bloom = bloom

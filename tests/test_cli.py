@@ -176,7 +176,7 @@ def test_store_persists_across_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
     ])
     assert main(["scan", str(first), "--store", str(store)]) == 0
     assert {o["status"] for o in _read(capsys.readouterr().out)} == {"unique"}
-    assert (store / "index.npz").exists() and (store / "bloom.bin").exists()
+    assert (store / "index.npz").exists() and (store / "store.json").exists()
     assert main(["scan", str(second), "--store", str(store)]) == 0
     out = _read(capsys.readouterr().out)
     assert out[0] == {"id": "again-0", "status": "exact", "dup_of": ARTICLES[0].id, "distance": 0}
@@ -189,9 +189,9 @@ def test_store_persists_across_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_corrupt_store_is_an_error_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "store"
-    store.mkdir()
-    (store / "index.npz").write_bytes(b"this is not an index")
     source = _write(tmp_path / "in.jsonl", [{"id": "a", "text": ARTICLES[0].text}])
+    assert main(["scan", str(source), "--store", str(store)]) == 0
+    (store / "index.npz").write_bytes(b"this is not an index")
     assert main(["scan", str(source), "--store", str(store)]) == 2
     err = capsys.readouterr().err
     assert f"zhdedup: error: {store / 'index.npz'}" in err and "Move or delete this file" in err

@@ -184,7 +184,7 @@ def test_skipped_items_are_logged(drop_crawls: DropCrawls) -> None:
 def test_second_crawl_with_the_same_jobdir_finds_everything_exact(drop_crawls: DropCrawls) -> None:
     base, first, second = drop_crawls.base, drop_crawls.first, drop_crawls.second
     assert (drop_crawls.workdir / "job" / "zhdedup" / "index.npz").exists()
-    assert (drop_crawls.workdir / "job" / "zhdedup" / "bloom.bin").exists()
+    assert (drop_crawls.workdir / "job" / "zhdedup" / "store.json").exists()
     stats = second["stats"]
     assert stats["zhdedup/judged"] == stats["zhdedup/exact"] == first["stats"]["zhdedup/judged"]
     assert "zhdedup/unique" not in stats and "zhdedup/near" not in stats

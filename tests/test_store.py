@@ -7,7 +7,7 @@ import json
 import os
 import pickle
 import random
-import struct
+import shutil
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +16,6 @@ from typing import BinaryIO
 import numpy as np
 import pytest
 import zhtexts
-from pybloom_live import ScalableBloomFilter
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError
 from scrapy_zhdedup.bandindex import BandIndex, Hit
@@ -24,7 +23,9 @@ from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.bloom import ExactFilter
 from scrapy_zhdedup.keytable import KeyTable
 from scrapy_zhdedup.persist import atomic_write
-from scrapy_zhdedup.store import BLOOM_FILE, INDEX_FILE, EmbeddedStore
+from scrapy_zhdedup.store import INDEX_FILE, EmbeddedStore
+from scrapy_zhdedup.storelog import LOG_FILE
+from scrapy_zhdedup.storemeta import META_FILE
 from scrapy_zhdedup.text import content_hash
 
 ARTICLES = zhtexts.articles(40)
@@ -178,14 +179,13 @@ def test_build_equals_adding() -> None:
 # --- Bloom filter ------------------------------------------------------------------------------
 
 
-def test_bloom_round_trip(tmp_path: Path) -> None:
+def test_bloom_round_trip() -> None:
     bloom = ExactFilter(error_rate=0.01, initial_capacity=1000)
     hashes = [content_hash(a.text) for a in ARTICLES]
     for h in hashes:
         assert not bloom.add(h)
     assert bloom.add(hashes[0])  # already there
-    bloom.save(tmp_path / BLOOM_FILE)
-    again = ExactFilter.load(tmp_path / BLOOM_FILE)
+    again = ExactFilter.from_bytes(bloom.to_bytes(), error_rate=0.01, initial_capacity=1000)
     assert all(h in again for h in hashes)
     assert len(again) == len(bloom) and again.error_rate == 0.01 and again.initial_capacity == 1000
     assert sum(content_hash(f"{a.text}。") in again for a in ARTICLES) <= 2
@@ -239,10 +239,11 @@ def test_save_and_open_give_the_same_verdicts(tmp_path: Path) -> None:
 
     run1 = Deduper.open(DedupConfig(), tmp_path)
     assert _judge_all(run1, first) == expected[: len(first)]
-    run1.save()
-    assert (tmp_path / INDEX_FILE).exists() and (tmp_path / BLOOM_FILE).exists()
+    run1.close()
+    assert (tmp_path / INDEX_FILE).exists() and (tmp_path / META_FILE).exists()
+    assert (tmp_path / LOG_FILE).stat().st_size == 0  # a clean close compacts the log into the snapshot
     run2 = Deduper.open(DedupConfig(), tmp_path)
-    assert len(run2.store) == len(run1.store)
+    assert len(run2.store) == len(run1.store) and run2.store.judged == len(first)
     assert _judge_all(run2, second) == expected[len(first):]
     statuses = {s for _, s, *_ in expected[len(first):]}
     assert "exact" in statuses and "unique" in statuses
@@ -254,9 +255,10 @@ def test_saving_twice_and_reopening_keeps_everything(tmp_path: Path) -> None:
     _judge_all(run, first)
     run.save()
     run.save()
+    run.close()
     run = Deduper.open(DedupConfig(), tmp_path)
     _judge_all(run, second)
-    run.save()
+    run.close()
     run = Deduper.open(DedupConfig(), tmp_path)
     stored = sum(status != "exact" for _, status, *_ in _judge_all(Deduper(), first + second))
     assert len(run.store) == stored
@@ -264,7 +266,7 @@ def test_saving_twice_and_reopening_keeps_everything(tmp_path: Path) -> None:
 
 
 def test_empty_store_round_trip(tmp_path: Path) -> None:
-    Deduper.open(DedupConfig(), tmp_path).save()
+    Deduper.open(DedupConfig(), tmp_path).close()
     again = Deduper.open(DedupConfig(), tmp_path)
     assert len(again.store) == 0
     assert again.check("x", text=ARTICLES[0].text).status == "unique"
@@ -283,7 +285,7 @@ def test_ids_with_unicode_and_empty_parts_survive(tmp_path: Path) -> None:
     ids = ["https://新闻.example/文章?id=1", "", "  ", "a\tb"]
     for doc_id, article in zip(ids, ARTICLES):
         run.check(doc_id, text=article.text)
-    run.save()
+    run.close()
     again = Deduper.open(DedupConfig(), tmp_path)
     assert [again.check(f"r{i}", text=a.text).dup_of for i, a in enumerate(ARTICLES[:4])] == ids
     with pytest.raises(ValueError, match="NUL"):
@@ -305,13 +307,14 @@ def test_changing_the_threshold_between_runs(tmp_path: Path) -> None:
             pairs.append((article, edited))
     assert len(pairs) >= 3
 
-    run1 = Deduper.open(_banded_only(3), tmp_path)
+    run1 = Deduper.open(_banded_only(3), tmp_path / "s")
     for article, _ in pairs:
         run1.check(article.id, text=article.text)
-    run1.save()
-    narrow = Deduper.open(_banded_only(3), tmp_path)
+    run1.close()
+    shutil.copytree(tmp_path / "s", tmp_path / "narrow")  # each run below remembers what it judges
+    narrow = Deduper.open(_banded_only(3), tmp_path / "narrow")
     assert {narrow.check(f"{a.id}-e", text=e).status for a, e in pairs} == {"unique"}
-    wide = Deduper.open(_banded_only(8), tmp_path)
+    wide = Deduper.open(_banded_only(8), tmp_path / "s")
     verdicts = [wide.check(f"{a.id}-e", text=e) for a, e in pairs]
     assert [(v.status, v.dup_of) for v in verdicts] == [("near", a.id) for a, _ in pairs]
     assert all(4 <= v.distance <= 8 for v in verdicts)
@@ -321,7 +324,7 @@ def test_changing_the_band_count_between_runs(tmp_path: Path) -> None:
     run1 = Deduper.open(DedupConfig(bands=4), tmp_path)
     for a in ARTICLES[:10]:
         run1.check(a.id, text=a.text)
-    run1.save()
+    run1.close()
     run2 = Deduper.open(DedupConfig(bands=7), tmp_path)
     verdicts = [run2.check(f"{a.id}-1", text=zhtexts.edit_chars(a.text, 1, seed=3)) for a in ARTICLES[:10]]
     assert sum(v.dup_of == a.id for v, a in zip(verdicts, ARTICLES)) >= 8
@@ -335,7 +338,7 @@ def saved(tmp_path: Path) -> Path:
     deduper = Deduper.open(DedupConfig(), tmp_path / "store")
     for a in ARTICLES[:5]:
         deduper.check(a.id, text=a.text)
-    deduper.save()
+    deduper.close()
     return tmp_path / "store"
 
 
@@ -419,57 +422,13 @@ def _npy() -> bytes:
                  id="ids-not-utf8"),
     pytest.param(lambda saved: _edited_index(saved, meta=np.frombuffer(b"[1, 2]", dtype=np.uint8)), id="meta-a-list"),
     pytest.param(lambda saved: _edited_index(
-        saved, meta=np.frombuffer(json.dumps({"format": 1, "count": "five"}).encode(), dtype=np.uint8)),
+        saved, meta=np.frombuffer(json.dumps({"format": 2, "rows": "five", "entries": 5}).encode(), dtype=np.uint8)),
                  id="count-not-a-number"),
 ])
 def test_foreign_or_edited_index_file_is_a_store_error(saved: Path, corrupt: Callable[[Path], bytes]) -> None:
     """Anything that is not our index must be a StoreError with the reset hint, never a bare TypeError."""
     (saved / INDEX_FILE).write_bytes(corrupt(saved))
     _assert_store_error(saved, INDEX_FILE)
-
-
-def _bloom_with_meta(raw: bytes, edit: Callable[[dict], object]) -> bytes:
-    magic = b"ZHDEDUP-BLOOM\n"
-    (meta_len,) = struct.unpack_from("<I", raw, len(magic))
-    start = len(magic) + 4
-    meta = edit(json.loads(raw[start : start + meta_len]))
-    encoded = json.dumps(meta).encode()
-    return magic + struct.pack("<I", len(encoded)) + encoded + raw[start + meta_len :]
-
-
-def _foreign_pybloom() -> bytes:
-    bloom = ScalableBloomFilter()
-    bloom.add("x")
-    buf = io.BytesIO()
-    bloom.tofile(buf)
-    return buf.getvalue()
-
-
-@pytest.mark.parametrize("corrupt", [
-    pytest.param(lambda raw: raw[: len(raw) // 2], id="truncated-payload"),
-    pytest.param(lambda raw: raw[:20], id="truncated-header"),
-    pytest.param(lambda raw: raw[:14], id="magic-only"),
-    pytest.param(lambda raw: b"", id="empty"),
-    pytest.param(lambda raw: _bytes_flipped(raw, 0.9), id="flipped-byte"),
-    pytest.param(lambda raw: random.Random(2).randbytes(3000), id="random-bytes"),
-    pytest.param(lambda raw: _foreign_pybloom(), id="bare-pybloom-live-file"),
-    pytest.param(lambda raw: _bloom_with_meta(raw, lambda m: {**m, "format": 2}), id="future-format"),
-    pytest.param(lambda raw: raw[:14] + struct.pack("<I", 10**9) + raw[18:], id="huge-header-length"),
-])
-def test_corrupt_bloom_file_is_a_store_error(saved: Path, corrupt: Callable[[bytes], bytes]) -> None:
-    path = saved / BLOOM_FILE
-    path.write_bytes(corrupt(path.read_bytes()))
-    _assert_store_error(saved, BLOOM_FILE)
-
-
-@pytest.mark.parametrize("edit", [
-    pytest.param(lambda m: [m], id="header-a-list"),
-    pytest.param(lambda m: {k: v for k, v in m.items() if k != "error_rate"}, id="header-without-error-rate"),
-])
-def test_edited_bloom_header_is_a_store_error(saved: Path, edit: Callable[[dict], object]) -> None:
-    path = saved / BLOOM_FILE
-    path.write_bytes(_bloom_with_meta(path.read_bytes(), edit))
-    _assert_store_error(saved, BLOOM_FILE)
 
 
 def test_a_directory_where_the_index_file_should_be(saved: Path) -> None:
@@ -481,15 +440,17 @@ def test_a_directory_where_the_index_file_should_be(saved: Path) -> None:
 # --- the Bloom false-positive path --------------------------------------------------------------
 
 
-def test_bloom_says_seen_table_says_no_is_judged_normally(saved: Path) -> None:
-    """A Bloom file that outlived its index: the documents it remembers are judged afresh and counted."""
-    (saved / INDEX_FILE).unlink()
-    deduper = Deduper.open(DedupConfig(), saved)
-    verdict = deduper.check("again", text=ARTICLES[0].text)
-    assert verdict.status == "unique" and verdict.fingerprint is not None
-    assert deduper.store.bloom_false_positives == 1
-    assert deduper.check("again-2", text=ARTICLES[0].text).status == "exact"
-    assert deduper.store.bloom_false_positives == 1
+def test_a_bloom_filter_that_does_not_match_the_index_is_a_store_error(saved: Path) -> None:
+    """The filter lives in the snapshot; one from another generation (here: empty) is refused, never trusted."""
+    (saved / INDEX_FILE).write_bytes(_edited_index(saved, bloom=np.frombuffer(ExactFilter().to_bytes(), dtype=np.uint8)))
+    with pytest.raises(StoreError, match="Bloom filter does not hold"):
+        Deduper.open(DedupConfig(), saved)
+
+
+def test_the_reloaded_bloom_filter_knows_every_stored_text(saved: Path) -> None:
+    run = Deduper.open(DedupConfig(), saved)
+    assert [run.check(f"{a.id}-again", text=a.text).status for a in ARTICLES[:5]] == ["exact"] * 5
+    assert run.store.bloom_false_positives == 0
 
 
 def test_real_bloom_false_positive_is_counted() -> None:

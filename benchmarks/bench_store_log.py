@@ -1,0 +1,126 @@
+"""How the embedded store persists each verdict: our CRC-framed append-only log vs sqlite3 in WAL mode,
+and how a 1M-document store loads.
+
+    python -m benchmarks.bench_store_log [--docs 100000] [--load-docs 1000000]
+
+Appends: ``--docs`` records the size of a real one (64-bit fingerprint, 16-byte hash, 40
+passage keys, a 40-character URL), each handed to the OS before the next (what a verdict needs
+to survive ``kill -9``): one ``write(2)`` per record for the log (``fsync`` once a second);
+one ``INSERT`` + ``COMMIT`` per record for sqlite3 (WAL, ``synchronous=NORMAL``: no ``fsync``
+per commit either).  Then both are read back in full (the replay on open).
+
+Load: a store of ``--load-docs`` synthetic documents is snapshotted, then opened; the Bloom
+filter is loaded from the snapshot, and, for comparison, rebuilt from the stored hashes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import common
+from scrapy_zhdedup.bands import BandLayout
+from scrapy_zhdedup.bloom import ExactFilter
+from scrapy_zhdedup.store import EmbeddedStore
+from scrapy_zhdedup.storelog import LOG_FILE, LogWriter, Record, read_log
+
+
+def _records(n: int) -> list[Record]:
+    rng = random.Random(1)
+    return [Record(i, i, 0, -1, 0, i, rng.getrandbits(64), rng.randbytes(16),
+                   [rng.getrandbits(32) for _ in range(40)], f"https://news.example.com/a/{i:012d}.html")
+            for i in range(n)]
+
+
+def bench_log(records: list[Record], directory: Path) -> dict[str, float]:
+    path = directory / LOG_FILE
+    started = time.perf_counter()
+    log = LogWriter(path, 0, fsync_interval=1.0)
+    for record in records:
+        log.append(record)
+    log.close()
+    appended = time.perf_counter() - started
+    started = time.perf_counter()
+    assert len(read_log(path).records) == len(records)
+    return {"append_us": 1e6 * appended / len(records), "replay_s": time.perf_counter() - started,
+            "bytes_per_record": path.stat().st_size / len(records)}
+
+
+def bench_sqlite(records: list[Record], directory: Path) -> dict[str, float]:
+    path = directory / "log.sqlite"
+    started = time.perf_counter()
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE log (entry INTEGER PRIMARY KEY, record BLOB NOT NULL)")
+    for record in records:
+        db.execute("BEGIN")
+        db.execute("INSERT INTO log VALUES (?, ?)", (record.entry, record.encode()))
+        db.execute("COMMIT")
+    db.close()
+    appended = time.perf_counter() - started
+    started = time.perf_counter()
+    db = sqlite3.connect(path)
+    assert sum(1 for (blob,) in db.execute("SELECT record FROM log ORDER BY entry") if Record.decode(blob)) == len(records)
+    db.close()
+    size = sum(p.stat().st_size for p in directory.glob("log.sqlite*"))
+    return {"append_us": 1e6 * appended / len(records), "replay_s": time.perf_counter() - started,
+            "bytes_per_record": size / len(records)}
+
+
+def bench_load(n: int, directory: Path) -> dict[str, float]:
+    store = EmbeddedStore.open(BandLayout(k=3), directory)
+    rng = np.random.default_rng(2)
+    fps = rng.integers(0, 2**63, size=n, dtype=np.uint64).tolist()
+    raw = rng.bytes(16 * n)
+    hashes = [raw[16 * i : 16 * i + 16].hex() for i in range(n)]
+    started = time.perf_counter()
+    for i in range(n):
+        store.add(f"https://news.example.com/a/{i:012d}.html", hashes[i], fps[i], [int(fps[i]) & 0xFFFFFFFF])
+    built = time.perf_counter() - started
+    started = time.perf_counter()
+    store.close()
+    snapshot = time.perf_counter() - started
+    started = time.perf_counter()
+    again = EmbeddedStore.open(BandLayout(k=3), directory)
+    opened = time.perf_counter() - started
+    parts = again.nbytes()
+    started = time.perf_counter()
+    bloom = ExactFilter()
+    for h in hashes:
+        bloom.add(h)
+    rebuilt = time.perf_counter() - started
+    again.close()
+    return {"docs": n, "append_s": built, "snapshot_s": snapshot, "open_s": opened, "bloom_rebuild_s": rebuilt,
+            "snapshot_mib": (directory / "index.npz").stat().st_size / 2**20,
+            "bytes_per_doc": (sum(parts.values()) - parts["bloom"]) / n}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--load-docs", type=int, default=1_000_000)
+    args = parser.parse_args()
+    info = common.start("store persistence: framed log vs sqlite3 WAL; load at scale")
+    records = _records(args.docs)
+    results: dict[str, dict[str, float]] = {}
+    for name, bench in (("framed log", bench_log), ("sqlite3 WAL", bench_sqlite)):
+        with tempfile.TemporaryDirectory() as tmp:
+            results[name] = bench(records, Path(tmp))
+    print(common.table(["persistence", "µs per append", "replay s", "bytes/record"],
+                       [[name, common.fmt(r["append_us"]), common.fmt(r["replay_s"]), common.fmt(r["bytes_per_record"])]
+                        for name, r in results.items()]))
+    with tempfile.TemporaryDirectory() as tmp:
+        load = bench_load(args.load_docs, Path(tmp))
+    print(common.table(list(load), [[common.fmt(v) for v in load.values()]]))
+    common.write_results("store_log", info, vars(args), {"append": results, "load": load})
+
+
+if __name__ == "__main__":
+    main()

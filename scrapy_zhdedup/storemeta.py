@@ -1,0 +1,59 @@
+"""``DIR/store.json``: the store's format version and the fingerprint settings it was built with.
+
+Keys, hashes and fingerprints computed under other settings never match the stored ones, so a
+store opened with different settings would silently find fewer repeats; refusing is the only
+safe answer.  Recorded: every setting that changes what is computed per document.  Not
+recorded: the band layout (rebuilt on load, so threshold and bands may change) and the
+query-time passage_share / passage_threshold.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from .config import DedupConfig
+from .errors import StoreError
+from .persist import atomic_write
+
+META_FILE = "store.json"
+FORMAT = 2
+FINGERPRINT_SETTINGS = ("features", "short_text_chars", "shingle_size", "traditional_to_simplified", "extractor",
+                        "max_chars", "passages", "passage_chars")
+
+
+def fingerprint_settings(config: DedupConfig | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The recorded settings of ``config`` (a DedupConfig or a mapping of its fields; None = defaults)."""
+    defaults = DedupConfig()
+    if isinstance(config, DedupConfig):
+        return {name: getattr(config, name) for name in FINGERPRINT_SETTINGS}
+    given = dict(config or {})
+    return {name: given.get(name, getattr(defaults, name)) for name in FINGERPRINT_SETTINGS}
+
+
+def check_or_record(directory: Path, settings: dict[str, Any]) -> None:
+    """Record ``settings`` in a new store, or refuse an existing store built with other settings."""
+    path = directory / META_FILE
+    if not path.exists():
+        def write(fh: BinaryIO) -> None:
+            fh.write(json.dumps({"format": FORMAT, "fingerprint": settings}, indent=1).encode())
+
+        atomic_write(path, write)
+        return
+    try:
+        meta = json.loads(path.read_bytes())
+        if not isinstance(meta, dict) or not isinstance(meta.get("fingerprint"), dict):
+            raise TypeError("not a JSON object with a 'fingerprint' object")
+    except (OSError, ValueError, TypeError) as exc:
+        raise StoreError(path, f"unreadable store metadata ({exc})") from exc
+    if meta.get("format") != FORMAT:
+        raise StoreError(path, f"store format {meta.get('format')!r} is not supported (expected {FORMAT})")
+    stored = meta["fingerprint"]
+    differing = [f"{name}: store {stored.get(name)!r}, now {settings[name]!r}"
+                 for name in FINGERPRINT_SETTINGS if stored.get(name) != settings[name]]
+    if differing:
+        raise StoreError(
+            directory, "built with other fingerprint settings (" + "; ".join(differing) + ")",
+            hint="Run with the store's settings, or point ZHDEDUP_STORE_DIR / --store at a new directory.")
