@@ -6,7 +6,7 @@ mosaics of them, 30 % reposts (header/footer, edits, truncation, traditional scr
 the documents as whole HTML pages.  Each measured phase runs in a fresh child process, so its peak
 RSS (``ru_maxrss``) is its own; the node is the one at ``--url`` (shared: numbers include its load).
 
-    python -m benchmarks.bench_es_ingest --url http://127.0.0.1:9250 [-n 100000] [--concurrency 4]
+    python -m benchmarks.bench_es_ingest --url http://127.0.0.1:9250 [-n 100000] [--workers N]
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 from elasticsearch.helpers import streaming_bulk
+
+from scrapy_zhdedup.workers import default_workers
 
 QUERIES = ("中国", "经济", "记者", "公司", "北京", "发展")
 PREFIX = "zhdedup-bench"
@@ -56,7 +58,7 @@ def _ticker(total: int, label: str) -> Any:
     return tick
 
 
-def _phase_ingest(url: str, index: str, corpus: str, total: int, concurrency: int, out: Any) -> None:
+def _phase_ingest(url: str, index: str, corpus: str, total: int, workers: int, out: Any) -> None:
     from es_plugin.ingest import ingest
     from scrapy_zhdedup.config import DedupConfig, EsConfig
 
@@ -64,7 +66,7 @@ def _phase_ingest(url: str, index: str, corpus: str, total: int, concurrency: in
     with tempfile.TemporaryDirectory() as tmp:
         es = EsConfig(es_url=url, es_index=index, es_timeout=60, es_dead_letter=str(Path(tmp) / "dead.jsonl"))
         report = ingest([Path(corpus)], DedupConfig(), es, mode="annotate", checkpoint_dir=Path(tmp) / "ck",
-                        concurrency=concurrency, progress=_ticker(total, "ingest"))
+                        workers=workers, progress=_ticker(total, "ingest"))
     out.put({**{k: report[k] for k in ("judged", "unique", "exact", "near", "bad", "seconds", "docs_per_s",
                                         "dead_lettered")}, "rss_start_mib": start_rss, "rss_peak_mib": _rss_mib()})
 
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", default=os.environ.get("ZHDEDUP_ES_URL", "http://127.0.0.1:9250"))
     parser.add_argument("-n", "--docs", type=int, default=100_000)
     parser.add_argument("--corpus", type=Path, help="scan JSONL (built with benchmarks.corpus if missing)")
-    parser.add_argument("--concurrency", type=int, default=4, help="es ingest --concurrency")
+    parser.add_argument("--workers", type=int, default=default_workers(), help="es ingest --workers (default: the cores)")
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the benchmark indices")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -170,11 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     total = sum(1 for _ in corpus.open(encoding="utf-8"))
     client = Elasticsearch(args.url, request_timeout=300)
     ingest_index, plain_index = f"{PREFIX}-ingest", f"{PREFIX}-plain"
-    results: dict[str, Any] = {"docs": total, "corpus": str(corpus), "concurrency": args.concurrency}
+    results: dict[str, Any] = {"docs": total, "corpus": str(corpus), "workers": args.workers}
     try:
         if not args.skip_ingest:
             _drop(client, ingest_index)
-            results["ingest"] = _in_child(_phase_ingest, args.url, ingest_index, str(corpus), total, args.concurrency)
+            results["ingest"] = _in_child(_phase_ingest, args.url, ingest_index, str(corpus), total, args.workers)
             results["ingest"]["store_mib"] = _store_mib(client, ingest_index)
         _drop(client, plain_index)
         results["plain_load_s"] = _plain_load(client, plain_index, corpus)
@@ -196,7 +198,7 @@ def _print_tables(r: dict[str, Any]) -> None:
     print(f"\n{r['docs']} documents ({r['corpus']}); plain bulk load for dedup-index: {r['plain_load_s']:.0f} s\n")
     print("| phase | judged | unique | exact | near | seconds | docs/s | RSS start MiB | RSS peak MiB | index MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for name, label in (("ingest", f"es ingest (concurrency {r['concurrency']})"), ("dedup_index", "es dedup-index")):
+    for name, label in (("ingest", f"es ingest (--workers {r['workers']})"), ("dedup_index", "es dedup-index")):
         p = r.get(name)
         if p:
             print(f"| {label} | {p['judged']} | {p['unique']} | {p['exact']} | {p['near']} | {p['seconds']:.0f} | "
