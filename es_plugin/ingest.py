@@ -255,11 +255,12 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
         async for batch in _batches(stream, min(LOOKUP_BATCH, es.es_bulk_size)):
             preparing = asyncio.ensure_future(asyncio.to_thread(
                 lambda b=batch: list(pool.map((i.doc_id, i.text, i.html) for i in b))))  # type: ignore[misc]
-            if judging is not None:
-                await judge_batch(judging[0], await judging[1])
-            judging = (batch, preparing)
+            previous, judging = judging, (batch, preparing)  # on error, ``judging`` is what to cancel
+            if previous is not None:
+                await judge_batch(previous[0], await previous[1])
         if judging is not None:
-            await judge_batch(judging[0], await judging[1])
+            last, judging = judging, None
+            await judge_batch(last[0], await last[1])
         await backend.flush()
         at["done"] = True
         state.save()
