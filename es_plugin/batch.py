@@ -44,10 +44,10 @@ from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.bloom import ExactFilter
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.engine import Fingerprinter
-from scrapy_zhdedup.errors import ConfigError, EmptyTextError, InvalidDocumentError, ZhDedupError
-from scrapy_zhdedup.jsonl import usable_id
+from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
 from scrapy_zhdedup.judge import Match, Prepared, Verdict, judge
 from scrapy_zhdedup.store import EmbeddedStore
+from scrapy_zhdedup.validate import check_id
 from scrapy_zhdedup.workers import PreparePool
 
 from .checkpoint import Checkpoint
@@ -302,9 +302,7 @@ class _Fields:
 
     def prepare(self, fingerprinter: Fingerprinter, hit: dict[str, Any]) -> Prepared:
         source = hit.get("_source") or {}
-        doc_id = usable_id(_get(source, self.id_field) if self.id_field else hit["_id"])
-        if doc_id is None:
-            raise InvalidDocumentError(f"no usable id in {self.id_field!r}")
+        doc_id = check_id(_get(source, self.id_field) if self.id_field else hit["_id"])
         text, html = self._inputs(source)
         return fingerprinter.prepare(doc_id, text=text, html=html)
 

@@ -8,6 +8,7 @@ The check uses ``cluster.health``: the minimal distribution has no ``GET /`` (``
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch
@@ -23,22 +24,48 @@ class EsUnavailableError(ZhDedupError):
     """Elasticsearch cannot be reached, or refuses us (authentication, TLS), or stayed down past the retries."""
 
 
+def split_credentials(url: str) -> tuple[str, str, str]:
+    """``http://user:pw@host:9200`` → (``http://host:9200``, user, password).
+
+    Credentials never stay in the URL the client is given: the transport puts its node URL in log
+    lines and error messages, and a password must not appear in either.
+    """
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, "", ""
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return (urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)),
+            unquote(parts.username or ""), unquote(parts.password or ""))
+
+
+def redact(url: str) -> str:
+    """The URL as it may be printed: without its credentials."""
+    return split_credentials(url)[0]
+
+
 def client_options(cfg: EsConfig, *, max_retries: int = CLIENT_RETRIES) -> dict[str, Any]:
     """Constructor arguments shared by the sync and async clients."""
     if not cfg.es_url:
         raise ConfigError("ZHDEDUP_ES_URL is empty: set it to the node's URL, e.g. http://127.0.0.1:9200")
-    if cfg.es_api_key and (cfg.es_user or cfg.es_password):
+    url, url_user, url_password = split_credentials(cfg.es_url)
+    if url_user and (cfg.es_user or cfg.es_password):
+        raise ConfigError("credentials are given both in ZHDEDUP_ES_URL and in ZHDEDUP_ES_USER/ZHDEDUP_ES_PASSWORD")
+    user, password = (url_user, url_password) if url_user else (cfg.es_user, cfg.es_password)
+    if cfg.es_api_key and (user or password):
         raise ConfigError("set either ZHDEDUP_ES_API_KEY or ZHDEDUP_ES_USER/ZHDEDUP_ES_PASSWORD, not both")
-    if cfg.es_password and not cfg.es_user:
+    if password and not user:
         raise ConfigError("ZHDEDUP_ES_PASSWORD is set but ZHDEDUP_ES_USER is empty")
     options: dict[str, Any] = {
-        "hosts": [cfg.es_url],
+        "hosts": [url],
         "request_timeout": cfg.es_timeout,
         "max_retries": max_retries,
         "retry_on_timeout": max_retries > 0,
     }
-    if cfg.es_user:
-        options["basic_auth"] = (cfg.es_user, cfg.es_password)
+    if user:
+        options["basic_auth"] = (user, password)
     if cfg.es_api_key:
         options["api_key"] = cfg.es_api_key
     if cfg.es_ca_certs:
@@ -64,9 +91,9 @@ def _unavailable(url: str, exc: Exception) -> EsUnavailableError:
         what = f"answered the health check with HTTP {exc.meta.status}"
     else:
         hint = ("start the node (for a local test node: scripts/es-node.sh start) or set ZHDEDUP_ES_URL "
-                "(--es-url) to a running one; for https also check ZHDEDUP_ES_CA_CERTS")
+                "(--url) to a running one; for https also check ZHDEDUP_ES_CA_CERTS")
         what = "is not reachable"
-    return EsUnavailableError(f"Elasticsearch at {url} {what}: {exc}. {hint}")
+    return EsUnavailableError(f"Elasticsearch at {redact(url)} {what}: {exc}. {hint}")
 
 
 def check_reachable(client: Elasticsearch, url: str) -> None:

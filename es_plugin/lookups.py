@@ -145,10 +145,15 @@ class EsAnswers:
     def find_exact(self, digest: str) -> Match | None:
         return self.flushed_exact or self.buffer.exact(digest)
 
-    def find_near(self, fingerprint: int, passages: Sequence[int]) -> Match | None:
+    def find_near(self, fingerprint: int, passages: Sequence[int], exclude: str | None = None) -> Match | None:
+        """``exclude`` is never given here: :meth:`previous` knows no earlier verdicts."""
         flushed = [] if self.flushed_near is None else [
             (self.flushed_near.distance, (FLUSHED_AGE,), self.flushed_near)]
         return closest([*flushed, *self.buffer.near(fingerprint, query_passages(passages), self.since)])
+
+    def previous(self, doc_id: str) -> Verdict | None:
+        """Not kept by id on Elasticsearch: ``es ingest`` skips ids already stored instead."""
+        return None
 
     def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
         self.on_verdict(prepared, verdict)

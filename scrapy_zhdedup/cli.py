@@ -10,14 +10,14 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import IO
 
 from tqdm import tqdm
 
 from .config import DedupConfig, add_options, from_args
 from .engine import Deduper
-from .errors import EmptyTextError, ZhDedupError
-from .jsonl import BadRecordError, open_input, read_records
+from .errors import EmptyTextError, InvalidDocumentError, ZhDedupError
+from .jsonl import BadRecordError, input_name, open_input, read_records
+from .output import AtomicOutput, refuse_overwriting_inputs
 
 
 def progress(total: int | None, unit: str, desc: str) -> tqdm:
@@ -26,44 +26,51 @@ def progress(total: int | None, unit: str, desc: str) -> tqdm:
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    deduper = Deduper.open(from_args(DedupConfig, args), args.store)
+    """Judge every line; exit 1 when the input had lines but none could be judged."""
+    refuse_overwriting_inputs(args.output, [args.input])
+    deduper = Deduper.open(from_args(DedupConfig, args), args.store)  # locks the store: a second writer fails here
     counts: Counter[str] = Counter()
     errors: list[BadRecordError] = []
     started = time.perf_counter()
-    out: IO[str] = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")  # noqa: SIM115  # closed below, stdout is not
+    name = input_name(args.input)
     try:
-        with open_input(args.input) as fh, progress(args.input.stat().st_size, "B", "scan") as bar:
-            last = 0
-            for rec in read_records(fh, str(args.input), strict=args.strict, errors=errors):
+        with open_input(args.input) as fh, AtomicOutput(args.output) as out, progress(None, "doc", "scan") as bar:
+            for rec in read_records(fh, name, strict=args.strict, errors=errors):
                 try:
                     verdict = deduper.check(rec.doc_id, text=rec.text, html=rec.html)
-                except EmptyTextError as exc:
-                    bad = BadRecordError(rec.path, rec.line, f"no text to judge ({exc})")
+                except (EmptyTextError, InvalidDocumentError) as exc:
+                    what = "no text to judge" if isinstance(exc, EmptyTextError) else "cannot be judged"
+                    bad = BadRecordError(rec.path, rec.line, f"{what} ({exc})")
                     if args.strict:
                         raise bad from None
                     logging.warning("skipped %s", bad)
                     errors.append(bad)
                     continue
                 counts[verdict.status] += 1
+                if verdict.rerun:
+                    counts[f"rerun_{verdict.rerun}"] += 1
                 out.write(json.dumps(verdict.record(), ensure_ascii=False) + "\n")
-                pos = fh.buffer.tell() if hasattr(fh, "buffer") else 0
-                bar.update(max(0, pos - last))
-                last = pos
+                bar.update(1)
     finally:
-        if out is not sys.stdout:
-            out.close()
         deduper.close()
     if deduper.store.bloom_false_positives:
         logging.info("zhdedup scan: the Bloom filter said 'seen' for %d new texts (false positives)",
                      deduper.store.bloom_false_positives)
     elapsed = time.perf_counter() - started
-    judged = sum(counts.values())
+    judged = counts["unique"] + counts["exact"] + counts["near"]
+    reruns = ""
+    if counts["rerun_same"] or counts["rerun_changed"]:
+        reruns = (f"; {counts['rerun_same']} judged before (stored verdicts), "
+                  f"{counts['rerun_changed']} changed since (judged as new versions)")
     print(
         f"zhdedup scan: {judged} judged ({counts['unique']} unique, {counts['exact']} exact, "
-        f"{counts['near']} near), {len(errors)} bad lines skipped, {elapsed:.1f} s, "
+        f"{counts['near']} near){reruns}, {len(errors)} bad lines skipped, {elapsed:.1f} s, "
         f"{judged / elapsed if elapsed else 0:.0f} docs/s",
         file=sys.stderr,
     )
+    if errors and not judged:
+        print(f"zhdedup scan: no line of {name} could be judged (first: {errors[0]})", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -73,9 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     scan = sub.add_parser("scan", help="judge each JSONL document against all before it")
-    scan.add_argument("input", type=Path, help='JSONL, one {"id": ..., "text"|"html": ...} per line')
-    scan.add_argument("-o", "--output", help="JSONL verdicts, one per judged input line (default stdout)")
-    scan.add_argument("--store", type=Path, help="directory to load/save what was seen, across runs")
+    scan.add_argument("input", help='JSONL, one {"id": ..., "text"|"html": ...} per line; "-" reads standard '
+                                    "input, *.gz is gunzipped")
+    scan.add_argument("-o", "--output", help="JSONL verdicts, one per judged input line (default stdout); written "
+                                             "to a temporary file and renamed when the run ends")
+    scan.add_argument("--store", type=Path, help="directory that remembers what was seen, across runs (crash-safe, "
+                                                 "one writer at a time); an id judged before gets its stored verdict")
     scan.add_argument("--strict", action="store_true", help="stop at the first bad line instead of skipping it")
     add_options(scan, DedupConfig, "deduplication")
     scan.set_defaults(func=cmd_scan)

@@ -46,7 +46,8 @@ class DedupConfig:
     traditional_to_simplified: bool = option(True, "keep traditional characters as they are (no OpenCC t2s)",
                                              flag="--no-t2s")
     extractor: Extractor = option("lxml", "main-text extraction from HTML (trafilatura: slower, see README)")
-    max_chars: int = option(200_000, "longer texts are cut before fingerprinting (huge pages)")
+    max_chars: int = option(200_000, "only this many characters are fingerprinted (huge pages); exact repeats "
+                                     "compare the whole text")
     passages: bool = option(True, "find near repeats through the SimHash bands only, not shared passages",
                             flag="--no-passages")
     passage_chars: int = option(20, "minimum length of a hashed sentence run")

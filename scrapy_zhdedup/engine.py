@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from .config import DedupConfig
-from .errors import InvalidDocumentError
 from .features import Featurizer
 from .fingerprint import SimHasher
 from .judge import Prepared, Verdict, judge
 from .passages import passage_keys
 from .store import EmbeddedStore
 from .text import TextCleaner, content_hash
+from .validate import check_id, check_unicode
 
 
 class Fingerprinter:
@@ -25,8 +25,8 @@ class Fingerprinter:
 
     def __init__(self, config: DedupConfig) -> None:
         self.cleaner = TextCleaner(extractor=config.extractor,
-                                   traditional_to_simplified=config.traditional_to_simplified,
-                                   max_chars=config.max_chars)
+                                   traditional_to_simplified=config.traditional_to_simplified)
+        self.max_chars = config.max_chars
         self.featurizer = Featurizer(config.features, short_text_chars=config.short_text_chars,
                                      shingle_size=config.shingle_size)
         self.hasher = SimHasher()
@@ -37,9 +37,12 @@ class Fingerprinter:
                 encoding: str | None = None) -> Prepared:
         """Clean and hash one document; its features are computed when first needed.
 
-        Raises EmptyTextError when nothing is left to judge.
+        Raises EmptyTextError when nothing is left to judge, InvalidDocumentError for an id or text no
+        store can keep (validate.py).
         """
+        doc_id = check_id(doc_id)
         clean = self.clean(text=text, html=html, encoding=encoding)
+        check_unicode("the text", clean)
         return Prepared(doc_id, clean, content_hash(clean), self)
 
     def clean(self, *, text: str | None = None, html: str | bytes | None = None,
@@ -47,10 +50,11 @@ class Fingerprinter:
         return self.cleaner.clean(text=text, html=html, encoding=encoding)
 
     def fingerprint(self, clean_text: str) -> int:
-        return self.hasher(self.featurizer(clean_text))
+        """SimHash of the first ``max_chars`` characters (the content hash covers the whole text)."""
+        return self.hasher(self.featurizer(clean_text[: self.max_chars]))
 
     def passages(self, clean_text: str) -> list[int]:
-        return passage_keys(clean_text, self.passage_chars) if self.use_passages else []
+        return passage_keys(clean_text[: self.max_chars], self.passage_chars) if self.use_passages else []
 
 
 class Deduper:
@@ -73,9 +77,7 @@ class Deduper:
 
     def check(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
               encoding: str | None = None) -> Verdict:
-        """Judge and remember one document. Raises EmptyTextError when nothing is left to judge."""
-        if "\x00" in doc_id:  # the embedded store saves ids NUL-separated
-            raise InvalidDocumentError("document ids may not contain NUL characters")
+        """Judge and remember one document (errors: :meth:`Fingerprinter.prepare`)."""
         return judge(self.fingerprinter.prepare(doc_id, text=text, html=html, encoding=encoding), self.store)
 
     def save(self) -> None:

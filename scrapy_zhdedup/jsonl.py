@@ -1,21 +1,28 @@
 """Streaming reader for the ``{"id": ..., "text"|"html": ...}`` JSONL input of ``zhdedup scan``/``es ingest``.
 
 Bad lines are reported with file and line number and skipped (or raised with ``strict``), so
-one broken record never costs the rest of a 100k-line file.
+one broken record never costs the rest of a 100k-line file.  A record is bad when it is not a
+JSON object or has no usable id or text (validate.py says what usable means).
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import logging
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import ZhDedupError
+from .errors import InvalidDocumentError, ZhDedupError
+from .validate import check_id, check_unicode
 
 logger = logging.getLogger(__name__)
+
+STDIN = "-"
 
 
 class BadRecordError(ZhDedupError, ValueError):
@@ -34,13 +41,6 @@ class Record:
     data: dict[str, Any]
 
 
-def usable_id(value: Any) -> str | None:
-    """A document id as text: a non-empty string or a number, never an object, list or boolean."""
-    if value is None or isinstance(value, (dict, list, bool)) or str(value) == "":
-        return None
-    return str(value)
-
-
 def parse_line(raw: str, path: str, line: int) -> Record:
     try:
         data = json.loads(raw)
@@ -48,12 +48,16 @@ def parse_line(raw: str, path: str, line: int) -> Record:
         raise BadRecordError(path, line, f"not JSON ({exc.msg})") from None
     if not isinstance(data, dict):
         raise BadRecordError(path, line, "not a JSON object")
-    doc_id = usable_id(data.get("id"))
-    if doc_id is None:
-        raise BadRecordError(path, line, "no usable \"id\" (string or number)")
     text, html = data.get("text"), data.get("html")
-    if not isinstance(text, str) and not isinstance(html, str):
-        raise BadRecordError(path, line, "no \"text\" or \"html\" string")
+    try:
+        doc_id = check_id(data.get("id"))
+        if not isinstance(text, str) and not isinstance(html, str):
+            raise InvalidDocumentError('no "text" or "html" string')
+        for name in ("text", "html"):
+            if isinstance(data.get(name), str):
+                check_unicode(f'"{name}"', data[name])
+    except InvalidDocumentError as exc:
+        raise BadRecordError(path, line, str(exc)) from None
     return Record(path, line, doc_id, text if isinstance(text, str) else None,
                   html if isinstance(html, str) else None, data)
 
@@ -74,6 +78,16 @@ def read_records(fh: IO[str], path: str, *, strict: bool = False, start_line: in
                 errors.append(exc)
 
 
-def open_input(path: Path) -> IO[str]:
-    """UTF-8 (with or without BOM); undecodable bytes become U+FFFD rather than ending the run."""
+def open_input(path: str | Path) -> IO[str]:
+    """``-`` is standard input; ``*.gz`` is gunzipped.  UTF-8 with or without BOM; undecodable bytes
+    become U+FFFD rather than ending the run (such a line then fails as JSON, with its number)."""
+    if str(path) == STDIN:
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="replace")
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8-sig", errors="replace")
     return open(path, encoding="utf-8-sig", errors="replace")
+
+
+def input_name(path: str | Path) -> str:
+    """How an input is named in messages and checkpoints."""
+    return "<stdin>" if str(path) == STDIN else str(path)

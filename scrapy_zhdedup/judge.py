@@ -15,6 +15,7 @@ Every place that decides (the embedded store, the Elasticsearch backend, ``es de
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from .engine import Fingerprinter
 
 Status = Literal["unique", "exact", "near"]
+Rerun = Literal["same", "changed"]
 T = TypeVar("T")
 
 
@@ -48,6 +50,7 @@ class Verdict:
     cluster: str
     content_hash: str
     fingerprint: int | None  # None for exact repeats: never computed
+    rerun: Rerun | None = None  # the id was judged before: "same" content (stored verdict) or "changed"
 
     @property
     def is_duplicate(self) -> bool:
@@ -62,12 +65,12 @@ class Verdict:
 
 
 def verdict_for(doc_id: str, content_hash: str, fingerprint: int | None, match: Match | None,
-                exact: bool = False) -> Verdict:
+                exact: bool = False, rerun: Rerun | None = None) -> Verdict:
     """The one place a match becomes a verdict."""
     if match is None:
-        return Verdict(doc_id, "unique", None, None, doc_id, content_hash, fingerprint)
+        return Verdict(doc_id, "unique", None, None, doc_id, content_hash, fingerprint, rerun)
     return Verdict(doc_id, "exact" if exact else "near", match.doc_id, match.distance, match.cluster,
-                   content_hash, fingerprint)
+                   content_hash, fingerprint, rerun)
 
 
 @dataclass(frozen=True)
@@ -105,21 +108,34 @@ class Store(Protocol):
     def find_exact(self, digest: str) -> Match | None:
         """The earlier document with this content hash, if any."""
 
-    def find_near(self, fingerprint: int, passages: Sequence[int]) -> Match | None:
-        """The earlier document :class:`NearRule` accepts and :func:`closest` prefers, if any."""
+    def find_near(self, fingerprint: int, passages: Sequence[int], exclude: str | None = None) -> Match | None:
+        """The earlier document :class:`NearRule` accepts and :func:`closest` prefers, if any
+        (never one with the id ``exclude``: an earlier version of the document being judged)."""
+
+    def previous(self, doc_id: str) -> Verdict | None:
+        """The verdict this store last gave ``doc_id``, if it keeps verdicts by id (else None)."""
 
     def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
         """Keep what later documents must be judged against (called for every verdict)."""
 
 
 def judge(prepared: Prepared, store: Store) -> Verdict:
-    """Exact repeats first (hash only), then near repeats (fingerprint and passages), then remember."""
+    """Exact repeats first (hash only), then near repeats (fingerprint and passages), then remember.
+
+    An id judged before is not a repeat of itself: with the same content it gets its stored verdict
+    back and nothing changes (a rerun or a resumed run says what the first run said); with other
+    content it is judged as a new version, against everything but its own earlier versions.
+    """
+    before = store.previous(prepared.doc_id)
+    if before is not None and before.content_hash == prepared.digest:
+        return dataclasses.replace(before, rerun="same")
+    rerun: Rerun | None = None if before is None else "changed"
     match = store.find_exact(prepared.digest)
-    if match is not None:
-        verdict = verdict_for(prepared.doc_id, prepared.digest, None, match, exact=True)
+    if match is not None and match.doc_id != prepared.doc_id:
+        verdict = verdict_for(prepared.doc_id, prepared.digest, None, match, exact=True, rerun=rerun)
     else:
-        match = store.find_near(prepared.fingerprint, prepared.passages)
-        verdict = verdict_for(prepared.doc_id, prepared.digest, prepared.fingerprint, match)
+        match = store.find_near(prepared.fingerprint, prepared.passages, exclude=prepared.doc_id if rerun else None)
+        verdict = verdict_for(prepared.doc_id, prepared.digest, prepared.fingerprint, match, rerun=rerun)
     store.remember(prepared, verdict, match)
     return verdict
 

@@ -12,7 +12,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 
 from .backends import Backend, load_backend
 from .config import DedupConfig, PipelineConfig, from_settings
-from .errors import EmptyTextError
+from .errors import EmptyTextError, InvalidDocumentError
 from .judge import Verdict
 
 logger = logging.getLogger(__name__)
@@ -48,12 +48,16 @@ class ZhDedupPipeline:
             return item
         try:
             verdict = await self.backend.judge(str(doc_id), text=text, html=html, document=adapter.asdict())
-        except EmptyTextError as exc:
-            self.stats.inc_value("zhdedup/skipped/empty_text")
-            logger.warning("zhdedup: %s passed through unjudged: %s", doc_id, exc)
+        except (EmptyTextError, InvalidDocumentError) as exc:
+            reason = "empty_text" if isinstance(exc, EmptyTextError) else "invalid"
+            self.stats.inc_value(f"zhdedup/skipped/{reason}")
+            printable = str(doc_id).encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate too
+            logger.warning("zhdedup: %s passed through unjudged: %s", printable, exc)
             return item
         self.stats.inc_value("zhdedup/judged")
         self.stats.inc_value(f"zhdedup/{verdict.status}")
+        if verdict.rerun:
+            self.stats.inc_value(f"zhdedup/rerun/{verdict.rerun}")
         if verdict.is_duplicate and cfg.mode == "drop":
             raise DropItem(f"zhdedup: {verdict.status} duplicate of {verdict.dup_of} (distance {verdict.distance})")
         if cfg.mode == "annotate":

@@ -20,8 +20,7 @@ import logging
 import zipfile
 from array import array
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -32,7 +31,7 @@ from .bands import BandLayout
 from .bloom import ExactFilter
 from .config import DedupConfig
 from .errors import StoreError
-from .judge import Match, NearRule, closest
+from .judge import Match, NearRule, Status, Verdict, closest
 from .keytable import KeyTable
 from .persist import atomic_write
 from .storelock import DirectoryLock
@@ -42,7 +41,7 @@ from .storemeta import FORMAT, META_FILE, check_or_record, fingerprint_settings
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from .judge import Prepared, Verdict
+    from .judge import Prepared
 
 INDEX_FILE = "index.npz"
 _OLD_BLOOM_FILE = "bloom.bin"  # format 1 kept the filter beside the index
@@ -50,14 +49,14 @@ _ARRAYS = ("meta", "fingerprints", "roots", "passage_keys", "passage_rows", "ids
            "entry_status", "entry_match", "entry_distance", "bloom")
 MAX_PASSAGE_POSTINGS = 64  # a passage in more documents than this is boilerplate, not evidence
 COMPACT_AFTER_BYTES = 64 << 20  # log size that triggers a snapshot (or the snapshot's size, if larger)
-STATUSES = ("unique", "exact", "near")
+STATUSES: tuple[Status, ...] = ("unique", "exact", "near")
 _BLOOM_SAMPLE = 1000  # stored texts checked against the loaded Bloom filter (all of them would cost seconds at 1M)
 
 
 def nearest_with_passages(near: BandIndex, passage_table: KeyTable, fingerprint: int, passages: Sequence[int],
-                          rule: NearRule) -> Hit | None:
-    """Candidates through the band keys and through shared passages, judged by ``rule`` (also used for
-    Elasticsearch's not-yet-searchable buffer and by reconcile)."""
+                          rule: NearRule, exclude: Collection[int] = ()) -> Hit | None:
+    """Candidates through the band keys and through shared passages (rows in ``exclude`` left out),
+    judged by ``rule`` (also used for Elasticsearch's not-yet-searchable buffer and by reconcile)."""
     band_rows = near.candidates(fingerprint)
     votes = Counter(passage_table.get_many(list(passages), limit=MAX_PASSAGE_POSTINGS)) if passages else Counter()
     if not band_rows and not votes:
@@ -66,20 +65,11 @@ def nearest_with_passages(near: BandIndex, passage_table: KeyTable, fingerprint:
     in_bands = set(band_rows)
     accepted = []
     for row, distance in zip(rows.tolist(), distances.tolist()):
+        if row in exclude:
+            continue
         if distance <= rule.widest and distance <= rule.limit(row in in_bands, votes[row], len(passages)):
             accepted.append((distance, row, Hit(row, distance)))
     return closest(accepted)
-
-
-@dataclass(frozen=True)
-class Previous:
-    """What the store recorded the last time it judged an id."""
-
-    content_hash: str
-    status: str  # "unique" | "exact" | "near"
-    dup_of: str | None
-    distance: int | None
-    cluster: str
 
 
 def _id_key(doc_id: str) -> int:
@@ -140,9 +130,10 @@ class EmbeddedStore:
             return None
         return self._match(min(rows), 0)
 
-    def find_near(self, fingerprint: int, passages: Sequence[int] = ()) -> Match | None:
+    def find_near(self, fingerprint: int, passages: Sequence[int] = (), exclude: str | None = None) -> Match | None:
         """Closest earlier text: within k through the bands, or through shared passages."""
-        hit = nearest_with_passages(self._near, self._passages, fingerprint, passages, self.rule)
+        rows = {self._entry_rows[e] for e in self._entries(exclude)} if exclude is not None else ()
+        hit = nearest_with_passages(self._near, self._passages, fingerprint, passages, self.rule, rows)
         return None if hit is None else self._match(hit.row, hit.distance)
 
     def _row_id(self, row: int) -> str:
@@ -176,20 +167,25 @@ class EmbeddedStore:
         """Remember an exact repeat of ``match`` (not indexed: the first copy answers for it)."""
         self._record(Record(len(self._ids), -1, 1, match.row, 0, 0, 0, bytes.fromhex(content_hash), [], doc_id))
 
-    def previous(self, doc_id: str) -> Previous | None:
+    def _entries(self, doc_id: str) -> list[int]:
+        """Every entry (judgement) recorded for ``doc_id``, oldest first."""
+        return sorted(e for e in self._id_table.get_many([_id_key(doc_id)]) if self._ids[e] == doc_id)
+
+    def previous(self, doc_id: str) -> Verdict | None:
         """The last verdict recorded for ``doc_id``, or None if it was never judged."""
-        entries = [e for e in self._id_table.get_many([_id_key(doc_id)]) if self._ids[e] == doc_id]
+        entries = self._entries(doc_id)
         if not entries:
             return None
-        entry = max(entries)
-        status = STATUSES[self._entry_status[entry]]
+        entry = entries[-1]
         row, match = self._entry_rows[entry], self._entry_match[entry]
-        return Previous(
-            content_hash=self._entry_hashes[16 * entry : 16 * entry + 16].hex(),
-            status=status,
+        return Verdict(
+            doc_id=doc_id,
+            status=STATUSES[self._entry_status[entry]],
             dup_of=None if match < 0 else self._row_id(match),
             distance=None if match < 0 else self._entry_distance[entry],
             cluster=self.cluster(row if row >= 0 else match),
+            content_hash=self._entry_hashes[16 * entry : 16 * entry + 16].hex(),
+            fingerprint=self._near.fingerprint(row) if row >= 0 else None,
         )
 
     def _record(self, record: Record) -> None:

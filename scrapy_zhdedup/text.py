@@ -11,6 +11,7 @@ import hashlib
 import re
 import unicodedata
 from functools import cached_property
+from types import ModuleType
 from typing import Any, Literal
 
 import charset_normalizer
@@ -76,13 +77,13 @@ class TextCleaner:
         *,
         extractor: Extractor = "lxml",
         traditional_to_simplified: bool = True,
-        max_chars: int = 200_000,
     ) -> None:
         if extractor not in ("lxml", "trafilatura"):
             raise ConfigError(f"unknown extractor {extractor!r}: use 'lxml' or 'trafilatura'")
         self.extractor = extractor
+        # Imported here, not per page, so a missing optional install fails when the crawl starts.
+        self._trafilatura = _import_trafilatura() if extractor == "trafilatura" else None
         self.traditional_to_simplified = traditional_to_simplified
-        self.max_chars = max_chars
 
     @cached_property
     def _opencc(self) -> Any:  # opencc ships no types
@@ -110,18 +111,15 @@ class TextCleaner:
         """Main text of a page. Broken HTML is repaired by the parser, never rejected."""
         if not html.strip():
             return ""
-        if self.extractor == "trafilatura":
-            import trafilatura
-
-            extracted = trafilatura.extract(html, include_comments=False, include_tables=False,
-                                            favor_recall=True)
+        if self._trafilatura is not None:
+            extracted = self._trafilatura.extract(html, include_comments=False, include_tables=False,
+                                                  favor_recall=True)
             if extracted:
                 return extracted
         return _lxml_main_text(html)
 
     def normalise(self, text: str) -> str:
         """NFKC (width forms), invisible characters, spacing, and optionally traditional → simplified."""
-        text = text[: self.max_chars]
         if not unicodedata.is_normalized("NFKC", text):  # the check is much cheaper than the rewrite
             text = unicodedata.normalize("NFKC", text)
         text = text.translate(_INVISIBLE)
@@ -129,6 +127,19 @@ class TextCleaner:
             text = self._opencc.convert(text)
         text = _SPACES.sub(" ", text)
         return _NEWLINES.sub("\n", text).strip()
+
+
+def _import_trafilatura() -> ModuleType:
+    """trafilatura is an optional install (its dependencies weigh ~50 MB); say which extra brings it."""
+    try:
+        import trafilatura
+    except ImportError as exc:
+        raise ImportError(
+            'the "trafilatura" extractor (ZHDEDUP_EXTRACTOR / --extractor) needs trafilatura, '
+            'which is not installed: pip install "scrapy-zhdedup[trafilatura]"',
+            name="trafilatura",
+        ) from exc
+    return trafilatura
 
 
 def _lxml_main_text(html: str) -> str:

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Create .venv (if missing) and install this project into it with the given extras, e.g. "test".
-# Sourced by scripts/test.sh and scripts/demo.sh so both install the same way on a fresh machine.
+# Create a virtualenv (if missing) and install this project into it with the given extras, e.g. "test".
+# Used by scripts/test.sh and scripts/demo.sh so both install the same way on a fresh machine.
+#
+# Usage: scripts/bootstrap.sh [EXTRAS [REQUIREMENT...]]
+#   EXTRAS        comma-separated extras of this project ("test", "examples", "bench"; "" for none)
+#   REQUIREMENT   more pip requirements installed in the same resolve, e.g. "elasticsearch[async]<9"
+#   VENV          virtualenv directory (default .venv in the checkout)
+#   PYTHON        interpreter that creates it (default python3)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 extras=${1:-}
+shift || true
+venv=${VENV:-$root/.venv}
 python=${PYTHON:-python3}
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
   echo "scrapy-zhdedup needs Python >= 3.10 (found $("$python" --version 2>&1)); set PYTHON=..." >&2
   exit 1
 fi
-[ -x "$root/.venv/bin/python" ] || "$python" -m venv "$root/.venv"
-"$root/.venv/bin/python" -m pip install -q --upgrade pip
-"$root/.venv/bin/python" -m pip install -q -e "$root${extras:+[$extras]}"
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+"$venv/bin/python" -m pip install -q --upgrade pip
+"$venv/bin/python" -m pip install -q -e "$root${extras:+[$extras]}" "$@"

@@ -21,16 +21,26 @@
 #     ES 9.x needs Java >= 21; this machine has Debian's OpenJDK 17 and Temurin 25. 9.2.8 was verified to
 #     start and serve on Temurin 25. Without overrides the script takes the newest JDK >= 21 under
 #     /usr/lib/jvm with 9.2.8, and otherwise falls back to 8.19.21 on a JDK 17..24 (verified on OpenJDK 17).
+#   * One node per checkout. Several checkouts (git worktrees, clones) on one machine each get their own
+#     node: the HTTP port and the data directory are derived from the checkout's absolute path, so
+#     `stop` in one checkout never stops the node another one is using. The port is
+#     29200 + 2 * (hash of the path mod 500), plus 1 for Elasticsearch 8, so one checkout can run an 8.x
+#     and a 9.x node side by side; the range lies below Linux's ephemeral ports and clear of 9200-9399.
+#     The node lives in nodes/<checkout id>-<port>/ (the file `checkout` there names the checkout), and
+#     `start` records port, URL and directory in <checkout>/.cache/es-node-<port>.env. A port held by
+#     another checkout's node is refused with that checkout's name. The distribution (dist/) is shared.
 #   * Elasticsearch refuses to run as root. As root the script creates the system user zhdedup-es and runs
 #     the node as that user (runuser). /root is mode 700, so when that user cannot reach the cache dir,
 #     the node's tree goes to /var/lib/zhdedup-es instead (the Maven download stays in root's cache).
 #
 # Environment
 #   ZHDEDUP_CACHE             cache root (default $HOME/.cache/scrapy-zhdedup); the node tree is $ZHDEDUP_CACHE/es
-#   ZHDEDUP_ES_HOME           explicit node tree (dist/ + nodes/<port>/); overrides the rule above
-#   ZHDEDUP_ES_PORT           HTTP port (default 9250, so a user's own node on 9200 is left alone)
-#   ZHDEDUP_ES_VERSION        Elasticsearch version (default: chosen from the JDKs, see above)
-#   ES_JAVA_HOME              JDK to run the node with (default: chosen automatically)
+#   ZHDEDUP_ES_HOME           explicit node tree (dist/ + nodes/); overrides the rule above
+#   ZHDEDUP_ES_PORT           HTTP port (default: derived from the checkout, see above)
+#   ZHDEDUP_ES_VERSION        Elasticsearch version x.y.z, or 8 / 9 for the versions above (default: chosen
+#                             from the JDKs, see above)
+#   ES_JAVA_HOME              JDK to run the node with (default: chosen automatically; as root, a missing
+#                             JDK 17 for Elasticsearch 8 is installed with apt-get)
 #   ZHDEDUP_ES_HEAP           JVM heap, used for -Xms and -Xmx (default 1g)
 #   ES_JAVA_OPTS              extra JVM options, passed on to the node (they win over ZHDEDUP_ES_HEAP)
 #   ZHDEDUP_ES_START_TIMEOUT  seconds to wait for yellow health on start (default 300: a start takes ~35 s
@@ -46,19 +56,20 @@ readonly ARTIFACT=org.elasticsearch.distribution.integ-test-zip:elasticsearch
 readonly DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 readonly ES_USER=zhdedup-es
 readonly ES_USER_HOME=/var/lib/zhdedup-es
+readonly PORT_BASE=29200 PORT_SLOTS=500
 
 CACHE=${ZHDEDUP_CACHE:-$HOME/.cache/scrapy-zhdedup}
-PORT=${ZHDEDUP_ES_PORT:-9250}
 HEAP=${ZHDEDUP_ES_HEAP:-1g}
 START_TIMEOUT=${ZHDEDUP_ES_START_TIMEOUT:-300}
-URL="http://127.0.0.1:${PORT}"
+# The checkout this script belongs to, and a short stable id of its path.
+CHECKOUT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+CHECKOUT_ID=$(printf '%s' "$CHECKOUT" | sha256sum | cut -c1-12)
 
 die() { echo "es-node: error: $*" >&2; exit 1; }
 say() { echo "es-node: $*" >&2; }
 
 is_root() { [[ $(id -u) == 0 ]]; }
 
-[[ $PORT =~ ^[0-9]+$ ]] && ((PORT > 0 && PORT < 65536)) || die "ZHDEDUP_ES_PORT must be a TCP port, got '$PORT'"
 [[ $HEAP =~ ^[0-9]+[kKmMgG]$ ]] || die "ZHDEDUP_ES_HEAP must look like 512m or 1g, got '$HEAP'"
 [[ $START_TIMEOUT =~ ^[0-9]+$ ]] || die "ZHDEDUP_ES_START_TIMEOUT must be whole seconds, got '$START_TIMEOUT'"
 
@@ -88,37 +99,59 @@ find_jdk() {
     [[ -n $best ]] && echo "$best"
 }
 
-# Sets ES_VERSION and JAVA_HOME_FOR_ES from overrides or from the JDKs present.
-choose_version_and_jdk() {
-    local major need
-    if [[ -n ${ES_JAVA_HOME:-} ]]; then
+# Sets ES_VERSION from the override, else from ES_JAVA_HOME, else from the JDKs present (no JDK: 9).
+choose_version() {
+    local major
+    if [[ -n ${ZHDEDUP_ES_VERSION:-} ]]; then
+        case $ZHDEDUP_ES_VERSION in
+        8) ES_VERSION=$ES8_VERSION ;;
+        9) ES_VERSION=$ES9_VERSION ;;
+        *) ES_VERSION=$ZHDEDUP_ES_VERSION ;;
+        esac
+    elif [[ -n ${ES_JAVA_HOME:-} ]]; then
         major=$(java_major "$ES_JAVA_HOME") || die "ES_JAVA_HOME=$ES_JAVA_HOME is not a JDK (no bin/java or release file)"
-        JAVA_HOME_FOR_ES=$ES_JAVA_HOME
-        if [[ -n ${ZHDEDUP_ES_VERSION:-} ]]; then
-            ES_VERSION=$ZHDEDUP_ES_VERSION
-        elif ((major >= 21)); then
-            ES_VERSION=$ES9_VERSION
-        else
-            ES_VERSION=$ES8_VERSION
-        fi
-    elif [[ -n ${ZHDEDUP_ES_VERSION:-} ]]; then
-        ES_VERSION=$ZHDEDUP_ES_VERSION
-        if [[ $ES_VERSION == 8.* ]]; then
-            JAVA_HOME_FOR_ES=$(find_jdk 17 24 || find_jdk 17 999) || die "no JDK >= 17 under /usr/lib/jvm for Elasticsearch $ES_VERSION"
-        else
-            JAVA_HOME_FOR_ES=$(find_jdk 21 999) || die "no JDK >= 21 under /usr/lib/jvm for Elasticsearch $ES_VERSION"
-        fi
-    elif JAVA_HOME_FOR_ES=$(find_jdk 21 999); then
         ES_VERSION=$ES9_VERSION
-    elif JAVA_HOME_FOR_ES=$(find_jdk 17 24); then
-        ES_VERSION=$ES8_VERSION
+        ((major >= 21)) || ES_VERSION=$ES8_VERSION
+    elif find_jdk 21 999 >/dev/null || ! find_jdk 17 24 >/dev/null; then
+        ES_VERSION=$ES9_VERSION
     else
-        die "no JDK >= 17 under /usr/lib/jvm (Elasticsearch 9 needs >= 21, 8 needs >= 17); set ES_JAVA_HOME"
+        ES_VERSION=$ES8_VERSION
     fi
-    [[ $ES_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "ZHDEDUP_ES_VERSION must be x.y.z, got '$ES_VERSION'"
-    major=$(java_major "$JAVA_HOME_FOR_ES")
-    need=17
-    [[ $ES_VERSION == 8.* ]] || need=21
+    [[ $ES_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "ZHDEDUP_ES_VERSION must be x.y.z, 8 or 9, got '$ES_VERSION'"
+}
+
+# Sets PORT, URL and RECORD: the override, else this checkout's port for this major version.
+choose_port() {
+    local slot=$((16#${CHECKOUT_ID:0:8} % PORT_SLOTS))
+    PORT=${ZHDEDUP_ES_PORT:-$((PORT_BASE + 2 * slot + (${ES_VERSION%%.*} == 8 ? 1 : 0)))}
+    [[ $PORT =~ ^[0-9]+$ ]] || die "ZHDEDUP_ES_PORT must be a TCP port, got '$PORT'"
+    ((PORT > 0 && PORT < 65536)) || die "ZHDEDUP_ES_PORT must be a TCP port, got '$PORT'"
+    URL="http://127.0.0.1:${PORT}"
+    RECORD=$CHECKOUT/.cache/es-node-$PORT.env
+}
+
+# Debian's JDK 17 for Elasticsearch 8, when we may install it (root with apt-get); bookworm has no 21.
+install_jdk17() {
+    is_root && command -v apt-get >/dev/null || return 1
+    say "no JDK 17..24 for Elasticsearch $ES_VERSION: installing openjdk-17-jdk-headless with apt-get"
+    { apt-get install -y -q openjdk-17-jdk-headless || { apt-get update -q && apt-get install -y -q openjdk-17-jdk-headless; }; } >&2
+}
+
+# Sets JAVA_HOME_FOR_ES: ES_JAVA_HOME, else the newest fitting JDK under /usr/lib/jvm.
+choose_jdk() {
+    local major need=21
+    [[ $ES_VERSION == 8.* ]] && need=17
+    if [[ -n ${ES_JAVA_HOME:-} ]]; then
+        JAVA_HOME_FOR_ES=$ES_JAVA_HOME
+    elif ((need == 17)); then
+        # 8.x is tested on 17; a newer JDK is the last resort.
+        JAVA_HOME_FOR_ES=$(find_jdk 17 24 || { install_jdk17 && find_jdk 17 24; } || find_jdk 17 999) ||
+            die "no JDK >= 17 under /usr/lib/jvm for Elasticsearch $ES_VERSION; install one or set ES_JAVA_HOME"
+    else
+        JAVA_HOME_FOR_ES=$(find_jdk 21 999) ||
+            die "no JDK >= 21 under /usr/lib/jvm for Elasticsearch $ES_VERSION (with JDK 17, use ZHDEDUP_ES_VERSION=$ES8_VERSION); set ES_JAVA_HOME"
+    fi
+    major=$(java_major "$JAVA_HOME_FOR_ES") || die "$JAVA_HOME_FOR_ES is not a JDK (no bin/java or release file)"
     ((major >= need)) || die "Elasticsearch $ES_VERSION needs Java >= $need, but $JAVA_HOME_FOR_ES is Java $major"
 }
 
@@ -154,7 +187,7 @@ choose_node_base() {
     fi
     mkdir -p "$NODE_BASE"
     NODE_BASE=$(cd "$NODE_BASE" && pwd -P)
-    NODE_DIR=$NODE_BASE/nodes/$PORT
+    NODE_DIR=$NODE_BASE/nodes/$CHECKOUT_ID-$PORT
     PID_FILE=$NODE_DIR/es.pid
 }
 
@@ -200,17 +233,43 @@ http_ok() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
 
-# Prints the pid of our node if it is alive, else nothing (and drops a stale pid file).
+# Node directory of an Elasticsearch process, read from its command line (the launcher passes our
+# ES_TMPDIR, <node dir>/tmp, as -Djava.io.tmpdir; /proc/PID/cmdline is readable by every user);
+# fails for any other process.
+node_dir_of() {
+    local tmp
+    tmp=$(tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | sed -n 's/^-Djava\.io\.tmpdir=//p' | head -n 1)
+    [[ $tmp == */tmp ]] && dirname "$tmp"
+}
+
+# Prints the pid of our node if it is alive, else nothing (and drops a stale pid file). The process
+# must be the node of this directory: a reused pid is never taken for it, so never stopped.
 running_pid() {
     local pid
     [[ -r $PID_FILE ]] || return 1
     pid=$(<"$PID_FILE")
-    if [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
+    if [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && [[ $(node_dir_of "$pid") == "$NODE_DIR" ]]; then
         echo "$pid"
         return 0
     fi
     rm -f "$PID_FILE"
     return 1
+}
+
+# Who listens on $PORT, in words: another checkout's node (named), some Elasticsearch, or a process.
+port_owner() {
+    local pid dir
+    pid=$(ss -Hltnp "sport = :$PORT" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)
+    [[ -n $pid ]] || { echo "another process"; return; }
+    if dir=$(node_dir_of "$pid"); then
+        if [[ -r $dir/checkout ]]; then
+            echo "the Elasticsearch node of checkout $(<"$dir/checkout") (pid $pid, $dir)"
+        else
+            echo "an Elasticsearch node this script did not start for any checkout (pid $pid, $dir)"
+        fi
+    else
+        echo "process $pid ($(ps -o comm= -p "$pid" 2>/dev/null || echo unknown))"
+    fi
 }
 
 # Shows why a start failed: the node's own log, plus what the launcher printed outside it
@@ -237,7 +296,7 @@ write_config() {
     cat >"$conf/elasticsearch.yml" <<EOF
 # Written by scripts/es-node.sh; rewritten on every start.
 cluster.name: zhdedup-test
-node.name: zhdedup-$PORT
+node.name: zhdedup-$CHECKOUT_ID-$PORT
 network.host: 127.0.0.1
 http.port: $PORT
 discovery.type: single-node
@@ -260,7 +319,7 @@ start() {
         echo "$URL"
         return
     fi
-    port_in_use && die "port $PORT on 127.0.0.1 is taken by another process; set ZHDEDUP_ES_PORT"
+    port_in_use && die "port $PORT on 127.0.0.1 is taken by $(port_owner); set ZHDEDUP_ES_PORT to use another port"
     fetch
     dist=$(dist_dir)
     mkdir -p "$NODE_DIR"
@@ -270,6 +329,7 @@ start() {
         rm -rf "$NODE_DIR/data"
     fi
     echo "$ES_VERSION" >"$NODE_DIR/version"
+    echo "$CHECKOUT" >"$NODE_DIR/checkout"
     write_config "$dist"
     is_root && chown -R "$ES_USER:$ES_USER" "$NODE_DIR"
     say "starting Elasticsearch $ES_VERSION on $URL (Java $(java_major "$JAVA_HOME_FOR_ES") at $JAVA_HOME_FOR_ES, heap $HEAP)"
@@ -286,7 +346,20 @@ start() {
     left=$((START_TIMEOUT - (SECONDS - began)))
     wait_yellow "$pid" $((left > 10 ? left : 10)) ||
         abort_start "Elasticsearch (pid $pid) not yellow on $URL within ${START_TIMEOUT}s"
+    record
     echo "$URL"
+}
+
+# Writes <checkout>/.cache/es-node-<port>.env, so a person (or `source`) finds this checkout's node.
+record() {
+    mkdir -p "$(dirname "$RECORD")"
+    cat >"$RECORD" <<EOF
+# Written by scripts/es-node.sh start: the Elasticsearch test node of this checkout.
+ZHDEDUP_ES_URL=$URL
+ZHDEDUP_ES_PORT=$PORT
+ZHDEDUP_ES_VERSION=$ES_VERSION
+ZHDEDUP_ES_NODE_DIR=$NODE_DIR
+EOF
 }
 
 # A node this invocation launched but that is not healthy is stopped, so no half-started node lingers.
@@ -307,30 +380,39 @@ wait_yellow() {
     return 1
 }
 
+# Stops this checkout's node only; whatever else holds the port is named and left alone.
 stop() {
     local pid i
-    pid=$(running_pid) || { say "not running (port $PORT)"; return; }
+    if ! pid=$(running_pid); then
+        rm -f "$RECORD"
+        if port_in_use; then
+            say "this checkout has no node on port $PORT; it is used by $(port_owner), left running"
+        else
+            say "not running (port $PORT)"
+        fi
+        return
+    fi
     kill -TERM "$pid"
     for ((i = 0; i < 60; i++)); do
-        kill -0 "$pid" 2>/dev/null || { rm -f "$PID_FILE"; say "stopped (pid $pid)"; return; }
+        kill -0 "$pid" 2>/dev/null || { rm -f "$PID_FILE" "$RECORD"; say "stopped (pid $pid)"; return; }
         sleep 1
     done
     say "pid $pid ignored SIGTERM for 60s; sending SIGKILL"
     kill -KILL "$pid" 2>/dev/null || true
-    rm -f "$PID_FILE"
+    rm -f "$PID_FILE" "$RECORD"
 }
 
 status() {
     local pid
     if pid=$(running_pid); then
         if http_ok "$URL/_cluster/health" 5; then
-            echo "running pid=$pid url=$URL version=$(<"$NODE_DIR/version")"
+            echo "running pid=$pid url=$URL version=$(<"$NODE_DIR/version") dir=$NODE_DIR"
         else
             echo "starting pid=$pid url=$URL (not answering yet)"
         fi
         return 0
     fi
-    echo "stopped (port $PORT)"
+    echo "stopped (port $PORT, checkout $CHECKOUT)"
     return 3
 }
 
@@ -342,18 +424,20 @@ main() {
     fetch | start | stop | status | url) ;;
     *) die "usage: $0 {fetch|start|stop|status|url}" ;;
     esac
+    choose_version
+    choose_port
     if [[ $cmd == url ]]; then
         echo "$URL"
         return
     fi
     choose_node_base
-    # Serialise control commands on one port (e.g. parallel test runners calling start).
+    # Serialise control commands on one port (e.g. parallel test runners calling start), across checkouts.
     mkdir -p "$NODE_BASE/nodes"
     exec 9>"$NODE_BASE/nodes/$PORT.lock"
     flock 9
     case $cmd in
-    fetch) choose_version_and_jdk && fetch && dist_dir ;;
-    start) choose_version_and_jdk && start ;;
+    fetch) fetch && dist_dir ;;
+    start) choose_jdk && start ;;
     stop) stop ;;
     status) status ;;
     esac

@@ -3,7 +3,7 @@
 ``python judge_proc.py STORE CORPUS START COMPACT_AFTER [--hold]`` judges the JSONL lines of
 CORPUS from line START on into the store and prints one flushed verdict line per document, so
 whatever the test reads has been reported.  An id the store already judged with the same content
-gets its stored verdict back: the rerun rule the store supports.  ``--hold`` prints ``ready``
+gets its stored verdict back (the judge flow's rerun rule), so a resumed run repeats what was said.  ``--hold`` prints ``ready``
 after opening and waits for a line on stdin before judging, to keep the store locked.
 """
 
@@ -14,14 +14,9 @@ import sys
 from pathlib import Path
 
 from scrapy_zhdedup import DedupConfig, Deduper
-from scrapy_zhdedup.text import content_hash
 
 
 def judge(deduper: Deduper, doc_id: str, text: str) -> dict[str, object]:
-    before = deduper.store.previous(doc_id)
-    if before is not None and before.content_hash == content_hash(deduper.fingerprinter.clean(text=text)):
-        return {"id": doc_id, "status": before.status, "dup_of": before.dup_of, "distance": before.distance,
-                "cluster": before.cluster}
     v = deduper.check(doc_id, text=text)
     return {"id": doc_id, "status": v.status, "dup_of": v.dup_of, "distance": v.distance, "cluster": v.cluster}
 

@@ -276,3 +276,32 @@ def test_the_near_rule_and_its_tie_break() -> None:
     assert rule.limit(True, 4, 10) == 12  # twice the share: the full passage threshold
     assert closest([(4, 1, "b"), (3, 9, "c"), (3, 2, "a")]) == "a"  # closest, then oldest
     assert closest([]) is None
+
+
+# --- the same id again -------------------------------------------------------------------------------
+
+
+def test_an_id_judged_again_with_the_same_content_gets_its_stored_verdict(deduper: Deduper) -> None:
+    """A rerun or a resumed run must say what the first run said, never "exact, dup_of itself"."""
+    a, b = ARTICLES[0], ARTICLES[1]
+    first = [deduper.check("a", text=a.text), deduper.check("a-copy", text=a.text),
+             deduper.check("a-typo", text=zhtexts.edit_chars(a.text, 1, seed=1)), deduper.check("b", text=b.text)]
+    judged = deduper.store.judged
+    again = [deduper.check(v.doc_id, text=t) for v, t in zip(first, [
+        a.text, a.text, zhtexts.edit_chars(a.text, 1, seed=1), b.text])]
+    assert [v.record() for v in again] == [v.record() for v in first]
+    assert [v.cluster for v in again] == [v.cluster for v in first]
+    assert {v.rerun for v in again} == {"same"} and {v.rerun for v in first} == {None}
+    assert deduper.store.judged == judged  # nothing remembered twice
+
+
+def test_an_id_judged_again_with_other_content_is_a_new_version(deduper: Deduper) -> None:
+    """Judged against everything except its own earlier versions, and remembered as the latest."""
+    a, b = ARTICLES[0], ARTICLES[1]
+    deduper.check("a", text=a.text)
+    deduper.check("b", text=b.text)
+    edited = deduper.check("a", text=zhtexts.edit_chars(a.text, 2, seed=3))
+    assert (edited.status, edited.dup_of, edited.rerun) == ("unique", None, "changed")
+    moved = deduper.check("b", text=a.text)  # b now carries a's first text: an exact repeat of a's old version
+    assert (moved.status, moved.dup_of, moved.rerun) == ("exact", "a", "changed")
+    assert deduper.check("a", text=zhtexts.edit_chars(a.text, 2, seed=3)).rerun == "same"

@@ -22,7 +22,7 @@ import zhtexts
 from scrapy.utils.test import get_crawler
 from zhtexts import news_page
 
-from scrapy_zhdedup import Deduper, EmptyTextError
+from scrapy_zhdedup import DedupConfig, Deduper, EmptyTextError
 from scrapy_zhdedup.errors import ConfigError
 from scrapy_zhdedup.pipelines import ZhDedupPipeline
 
@@ -181,19 +181,38 @@ def test_skipped_items_are_logged(drop_crawls: DropCrawls) -> None:
     assert "zhdedup: item without 'url' or 'text'/'html' passed through unjudged" in drop_crawls.log
 
 
-def test_second_crawl_with_the_same_jobdir_finds_everything_exact(drop_crawls: DropCrawls) -> None:
-    base, first, second = drop_crawls.base, drop_crawls.first, drop_crawls.second
-    assert (drop_crawls.workdir / "job" / "zhdedup" / "index.npz").exists()
+def test_second_crawl_with_the_same_jobdir_repeats_the_first_crawls_verdicts(drop_crawls: DropCrawls) -> None:
+    """Pages crawled again with the same content get their stored verdicts: the originals are kept
+    again (never "exact duplicate of itself"), the repeats dropped again."""
+    first, second = drop_crawls.first, drop_crawls.second
     assert (drop_crawls.workdir / "job" / "zhdedup" / "store.json").exists()
     stats = second["stats"]
-    assert stats["zhdedup/judged"] == stats["zhdedup/exact"] == first["stats"]["zhdedup/judged"]
-    assert "zhdedup/unique" not in stats and "zhdedup/near" not in stats
-    assert sorted(item["url"] for item in second["items"]) == [base + "xinwen/empty.html", base + "xinwen/notext.html"]
-    first_kept = {i["url"] for i in first["items"]}
-    for d in second["dropped"]:
-        assert d["reason"].startswith("zhdedup: exact duplicate of ")
-        original = d["reason"].removeprefix("zhdedup: exact duplicate of ").split(" (")[0]
-        assert original == d["url"] or original in first_kept  # itself if it was stored, else its first copy
+    for key in ("zhdedup/judged", "zhdedup/unique", "zhdedup/exact", "zhdedup/near"):
+        assert stats.get(key) == first["stats"].get(key), key
+    assert stats["zhdedup/rerun/same"] == first["stats"]["zhdedup/judged"]
+    assert sorted(i["url"] for i in second["items"]) == sorted(i["url"] for i in first["items"])
+    assert sorted((d["url"], d["reason"]) for d in second["dropped"]) == sorted(
+        (d["url"], d["reason"]) for d in first["dropped"])
+
+
+def test_an_item_whose_id_cannot_be_stored_passes_unjudged_and_the_rest_is_kept(
+        site: tuple[str, list[Page]], tmp_path: Path) -> None:
+    base, pages = site
+    urls = [base + p.path for p in pages if not p.path.endswith("notext.html")]
+    bad = urls[3]
+    crawl = {"name": "news", "urls": urls, "item": "dict", "bad_id": [bad], "settings": {"JOBDIR": str(tmp_path / "job")}}
+    (result,), log = _crawl(tmp_path, [crawl])
+    stats = result["stats"]
+    assert stats["zhdedup/skipped/invalid"] == 1
+    assert f"zhdedup: {bad}\\ud800 passed through unjudged: the id contains a lone surrogate" in log
+    assert bad + "\ud800" in [i["url"] for i in result["items"]]
+    judged = stats["zhdedup/judged"]
+    assert judged == len(urls) - 1 - stats.get("zhdedup/skipped/empty_text", 0)
+    store = Deduper.open(DedupConfig(), tmp_path / "job" / "zhdedup")  # the crawl's store was kept
+    try:
+        assert store.store.judged == judged
+    finally:
+        store.close()
 
 
 def test_reactor_keeps_ticking_while_a_large_page_is_judged(drop_crawls: DropCrawls) -> None:

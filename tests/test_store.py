@@ -260,9 +260,9 @@ def test_saving_twice_and_reopening_keeps_everything(tmp_path: Path) -> None:
     _judge_all(run, second)
     run.close()
     run = Deduper.open(DedupConfig(), tmp_path)
-    stored = sum(status != "exact" for _, status, *_ in _judge_all(Deduper(), first + second))
-    assert len(run.store) == stored
-    assert all(v[1] == "exact" for v in _judge_all(run, first + second))
+    uninterrupted = _judge_all(Deduper(), first + second)
+    assert len(run.store) == sum(status != "exact" for _, status, *_ in uninterrupted)
+    assert _judge_all(run, first + second) == uninterrupted  # judged before: the stored verdicts
 
 
 def test_empty_store_round_trip(tmp_path: Path) -> None:
@@ -280,9 +280,9 @@ def test_memory_only_store_writes_nothing(tmp_path: Path, monkeypatch: pytest.Mo
     assert list(tmp_path.iterdir()) == []
 
 
-def test_ids_with_unicode_and_empty_parts_survive(tmp_path: Path) -> None:
+def test_ids_with_unicode_and_blank_parts_survive(tmp_path: Path) -> None:
     run = Deduper.open(DedupConfig(), tmp_path)
-    ids = ["https://新闻.example/文章?id=1", "", "  ", "a\tb"]
+    ids = ["https://新闻.example/文章?id=1", "0", "  ", "a\tb"]
     for doc_id, article in zip(ids, ARTICLES):
         run.check(doc_id, text=article.text)
     run.close()
@@ -290,6 +290,8 @@ def test_ids_with_unicode_and_empty_parts_survive(tmp_path: Path) -> None:
     assert [again.check(f"r{i}", text=a.text).dup_of for i, a in enumerate(ARTICLES[:4])] == ids
     with pytest.raises(ValueError, match="NUL"):
         again.check("a\x00b", text=ARTICLES[5].text)
+    with pytest.raises(ValueError, match="no usable"):  # one rule for ids everywhere: never empty
+        again.check("", text=ARTICLES[6].text)
 
 
 def _banded_only(threshold: int) -> DedupConfig:

@@ -211,7 +211,7 @@ def test_every_judged_id_is_remembered_with_its_verdict_across_compaction(tmp_pa
     assert (got["a-copy"].status, got["a-copy"].dup_of, got["a-copy"].distance, got["a-copy"].cluster) == (
         "exact", "a", 0, "a")
     assert (got["a-typo"].status, got["a-typo"].dup_of, got["a-typo"].cluster) == ("near", "a", "a")
-    assert got["b"].status == "near" and got["b"].dup_of == "b"  # the latest version of b, judged against the first
+    assert got["b"].status == "unique" and got["b"].dup_of is None  # the new version of b, not a repeat of itself
     assert got["a-copy"].content_hash == got["a"].content_hash != got["a-typo"].content_hash
     assert again.store.judged == 5 and len(again.store) == 4
     again.close()

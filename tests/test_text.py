@@ -8,7 +8,7 @@ import pytest
 import zhtexts
 from zhtexts import CHROME_MARKERS, news_page
 
-from scrapy_zhdedup import Deduper
+from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.errors import EmptyTextError
 from scrapy_zhdedup.text import TextCleaner, content_hash, decode_html
 
@@ -285,14 +285,17 @@ def test_http_header_charset_beats_a_wrong_meta(cleaner: TextCleaner) -> None:
 # --- size -----------------------------------------------------------------------------------------------
 
 
-def test_huge_page_is_cut_to_max_chars() -> None:
+def test_huge_page_is_fingerprinted_by_its_prefix_and_hashed_whole() -> None:
     body = "".join(f"<p>{p}</p>\n" for a in ARTICLES for p in zhtexts.paragraphs(a.text))
     repeat = 5_000_000 // len(body.encode("utf-8")) + 1
     page = f'<html><head><meta charset="utf-8"></head><body><div class="article">{body * repeat}</div></body></html>'
     data = page.encode("utf-8")
     assert 5_000_000 < len(data) < 6_000_000
-    cleaner = TextCleaner(max_chars=50_000)
-    out = cleaner.clean(html=data)
-    assert 40_000 < len(out) <= 50_000
-    assert out.startswith(cleaner.clean(text=ARTICLES[0].text)[:100])
-    assert len(cleaner.clean(text=page)) <= 50_000
+    deduper = Deduper(DedupConfig(max_chars=50_000))
+    whole = deduper.fingerprinter.prepare("big", html=data)
+    assert len(whole.clean) > 1_000_000 and whole.clean.startswith(TextCleaner().clean(text=ARTICLES[0].text)[:100])
+    assert whole.fingerprint == deduper.fingerprinter.hasher(deduper.fingerprinter.featurizer(whole.clean[:50_000]))
+    first = deduper.check("a", text=whole.clean)
+    tail_edited = deduper.check("b", text=whole.clean[:-10] + "结尾这里有所不同。")
+    assert first.status == "unique"
+    assert tail_edited.status == "near" and tail_edited.distance == 0  # same fingerprint, yet not the same text

@@ -9,7 +9,7 @@ other in one reactor.  A crawl is ``{"name", "urls", "item", "no_text", "as_str"
 * ``item``: ``dict``, ``item`` (scrapy.Item with the annotation fields), ``bare_item``
   (scrapy.Item without them), ``dataclass`` or ``attrs``;
 * ``no_text``: URLs whose item gets no ``html`` field; ``as_str``: send ``response.text``
-  instead of the body bytes.
+  instead of the body bytes; ``bad_id``: URLs whose item's url ends in a lone surrogate.
 
 Pages are requested one at a time in the given order (each callback requests the next), so
 the order of judgements is the order of ``urls``.  Each crawl writes ``out`` as JSON:
@@ -131,7 +131,8 @@ class PagesSpider(scrapy.Spider):
     def parse(self, response: scrapy.http.Response, i: int) -> Iterator[Any]:
         html = None if response.url in self.crawl.get("no_text", ()) else (
             response.text if self.crawl.get("as_str") else response.body)
-        yield make_item(self.crawl["item"], response.url, html)
+        url = response.url + "\ud800" if response.url in self.crawl.get("bad_id", ()) else response.url
+        yield make_item(self.crawl["item"], url, html)
         if i + 1 < len(self.crawl["urls"]):
             yield self._request(i + 1)
 
@@ -186,7 +187,7 @@ def run_all(process: CrawlerProcess, config: dict[str, Any]) -> Generator[defer.
         yield process.crawl(crawler, crawl=crawl)
         result = {"items": RECORDER.items, "dropped": RECORDER.dropped, "errors": RECORDER.errors,
                   "stats": crawler.stats.get_stats(), "ticks": RECORDER.ticks, "timing": RECORDER.timing}
-        Path(crawl["out"]).write_text(json.dumps(result, default=str, ensure_ascii=False), encoding="utf-8")
+        Path(crawl["out"]).write_text(json.dumps(result, default=str, ensure_ascii=True), encoding="utf-8")
 
 
 def _stop_reactor() -> None:

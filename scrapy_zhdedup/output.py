@@ -1,0 +1,65 @@
+"""Output files that appear whole or not at all.
+
+``zhdedup scan -o FILE`` writes to a temporary file beside FILE and renames it over FILE only when
+the run finishes, so an interrupted run never leaves a truncated result where a complete one
+was expected; and an output that names one of the inputs is refused before anything is opened
+for writing (``-o c.jsonl c.jsonl`` used to empty the input).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from .errors import ZhDedupError
+
+STDOUT = "-"
+
+
+def refuse_overwriting_inputs(output: str | None, inputs: Iterable[str | Path]) -> None:
+    """Raise unless ``output`` is stdout or a file other than every input."""
+    if output is None or output == STDOUT:
+        return
+    out = Path(output)
+    for source in inputs:
+        if str(source) == "-":
+            continue
+        same = out.resolve() == Path(source).resolve()
+        if not same and out.exists() and Path(source).exists():
+            same = os.path.samefile(out, source)
+        if same:
+            raise ZhDedupError(f"the output {output} is the input {source}: choose another -o, the input would be lost")
+
+
+class AtomicOutput:
+    """A text stream for ``path`` (``None``/``-``: stdout) that replaces ``path`` only on success."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = None if path in (None, STDOUT) else Path(path)
+        self._tmp: Path | None = None
+        self._fh: IO[str] | None = None
+
+    def __enter__(self) -> IO[str]:
+        if self.path is None:
+            return sys.stdout
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        self._tmp = Path(tmp)
+        self._fh = os.fdopen(fd, "w", encoding="utf-8")
+        return self._fh
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._fh is None or self._tmp is None or self.path is None:
+            return
+        try:
+            self._fh.close()
+            if kind is None:
+                os.replace(self._tmp, self.path)
+        finally:
+            self._tmp.unlink(missing_ok=True)

@@ -1,0 +1,62 @@
+"""scripts/es-node.sh gives each checkout its own node, and never stops or takes over another's."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "es-node.sh"
+
+
+def _checkout(root: Path) -> Path:
+    """A stand-in checkout: the script derives the node's identity from the directory it sits in."""
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(SCRIPT, root / "scripts" / "es-node.sh")
+    return root
+
+
+def _run(checkout: Path, command: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("ZHDEDUP_ES_PORT", "ZHDEDUP_ES_VERSION")}
+    return subprocess.run(["bash", str(checkout / "scripts" / "es-node.sh"), command], env={**clean, **env},
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def _port(checkout: Path, **env: str) -> int:
+    proc = _run(checkout, "url", **env)
+    assert proc.returncode == 0, proc.stderr
+    return int(proc.stdout.strip().rsplit(":", 1)[1])
+
+
+def test_each_checkout_gets_its_own_stable_ports(tmp_path: Path) -> None:
+    a, b = _checkout(tmp_path / "a"), _checkout(tmp_path / "b")
+    a9, b9 = _port(a, ZHDEDUP_ES_VERSION="9"), _port(b, ZHDEDUP_ES_VERSION="9")
+    assert a9 != b9
+    assert _port(a, ZHDEDUP_ES_VERSION="9") == a9
+    assert all(29200 <= p < 30200 and p % 2 == 0 for p in (a9, b9))
+    assert _port(a, ZHDEDUP_ES_VERSION="8") == a9 + 1  # an 8.x and a 9.x node of one checkout coexist
+    assert _port(a, ZHDEDUP_ES_VERSION="9", ZHDEDUP_ES_PORT="9333") == 9333
+
+
+@pytest.mark.es
+def test_another_checkout_neither_stops_nor_takes_over_a_running_node(tmp_path: Path, es_url: str) -> None:
+    host, port = urlsplit(es_url).hostname, urlsplit(es_url).port
+    if host not in ("127.0.0.1", "localhost") or port is None:
+        pytest.skip("the node is not on this machine")
+    other = _checkout(tmp_path / "other")
+
+    stop = _run(other, "stop", ZHDEDUP_ES_PORT=str(port))
+    assert stop.returncode == 0, stop.stderr
+    assert "left running" in stop.stderr
+
+    start = _run(other, "start", ZHDEDUP_ES_PORT=str(port))
+    assert start.returncode != 0
+    assert f"port {port} on 127.0.0.1 is taken by" in start.stderr
+
+    with urllib.request.urlopen(f"{es_url}/_cluster/health", timeout=30) as resp:
+        assert resp.status == 200

@@ -1,0 +1,177 @@
+"""``zhdedup scan`` under ordinary faults, as real processes: kill -9 and resume, a rerun, bad records,
+an output that names the input, standard input, a pipe, gzip.
+
+Each fault test counts what was lost (documents reported by a killed run but forgotten by its store)
+and compares the verdicts after resuming with an uninterrupted run over the same input.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import zhtexts
+
+from scrapy_zhdedup import DedupConfig, Deduper
+
+ZHDEDUP = Path(sys.executable).with_name("zhdedup")
+ARTICLES = zhtexts.articles(60)
+
+
+def _corpus() -> list[dict[str, Any]]:
+    """Originals, with exact and near repeats of earlier ones mixed in (about a third are repeats)."""
+    rng = random.Random(7)
+    docs: list[dict[str, Any]] = []
+    for i, a in enumerate(ARTICLES):
+        docs.append({"id": a.id, "text": a.text})
+        if i % 3 == 1:
+            earlier = ARTICLES[rng.randrange(i + 1)]
+            docs.append({"id": f"{a.id}-copy", "text": zhtexts.full_width(earlier.text)})
+        if i % 3 == 2:
+            earlier = ARTICLES[rng.randrange(i + 1)]
+            docs.append({"id": f"{a.id}-typo", "text": zhtexts.edit_chars(earlier.text, 1, seed=i)})
+    return docs
+
+
+CORPUS = _corpus()
+
+
+def _write(path: Path, docs: list[dict[str, Any]] | list[str]) -> Path:
+    path.write_text("".join((d if isinstance(d, str) else json.dumps(d, ensure_ascii=False)) + "\n" for d in docs),
+                    encoding="utf-8")
+    return path
+
+
+def _scan(*args: str | Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([str(ZHDEDUP), "scan", *map(str, args)], input=stdin, capture_output=True, timeout=300,
+                          check=False)
+
+
+def _lines(data: bytes | str) -> list[dict[str, Any]]:
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_kill_9_at_random_moments_then_rerun_loses_nothing_and_says_the_same(tmp_path: Path) -> None:
+    corpus = _write(tmp_path / "corpus.jsonl", CORPUS)
+    uninterrupted = _scan(corpus, "--store", tmp_path / "fresh")
+    assert uninterrupted.returncode == 0, uninterrupted.stderr
+    expected = _lines(uninterrupted.stdout)
+    assert len(expected) == len(CORPUS)
+
+    store = tmp_path / "store"
+    rng = random.Random(20261122)
+    reported: list[dict[str, Any]] = []
+    for _ in range(3):  # each run is killed after a random number of further verdicts
+        proc = subprocess.Popen([str(ZHDEDUP), "scan", str(corpus), "--store", str(store)],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        stop_after = rng.randrange(5, 30)
+        seen: list[dict[str, Any]] = []
+        for raw in proc.stdout:
+            seen.append(json.loads(raw))
+            if len(seen) >= len(reported) + stop_after:
+                break
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        assert seen == expected[: len(seen)]  # a resumed run says what the first run said
+        reported = max(reported, seen, key=len)
+
+    remembered = Deduper.open(DedupConfig(), store)
+    try:
+        lost = [r["id"] for r in reported if remembered.store.previous(r["id"]) is None]
+    finally:
+        remembered.close()
+    assert lost == []
+
+    resumed = _scan(corpus, "--store", store, "-o", tmp_path / "out.jsonl")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _lines((tmp_path / "out.jsonl").read_text(encoding="utf-8")) == expected
+    assert b"judged before (stored verdicts)" in resumed.stderr
+
+
+def test_a_rerun_on_the_same_store_repeats_its_verdicts(tmp_path: Path) -> None:
+    corpus = _write(tmp_path / "corpus.jsonl", CORPUS[:40])
+    first = _scan(corpus, "--store", tmp_path / "store")
+    again = _scan(corpus, "--store", tmp_path / "store")
+    assert first.returncode == again.returncode == 0
+    assert _lines(again.stdout) == _lines(first.stdout)
+    assert not any(v["dup_of"] == v["id"] for v in _lines(again.stdout))
+    assert b"40 judged before (stored verdicts)" in again.stderr
+
+
+def test_a_bad_record_in_the_middle_is_a_bad_line_and_the_rest_is_kept(tmp_path: Path) -> None:
+    docs: list[Any] = [json.dumps(d, ensure_ascii=False) for d in CORPUS[:20]]
+    docs.insert(7, json.dumps({"id": "nul\x00id", "text": ARTICLES[50].text}))
+    docs.insert(12, '{"id": "\\ud800", "text": "孤立的代理项不能写成UTF-8。"}')
+    docs.insert(15, '{"id": "surrogate-text", "text": "\\udfff 正文"}')
+    corpus = _write(tmp_path / "corpus.jsonl", docs)
+    run = _scan(corpus, "--store", tmp_path / "store")
+    assert run.returncode == 0, run.stderr
+    err = run.stderr.decode()
+    assert f"{corpus}:8: the id contains a NUL character" in err
+    assert f"{corpus}:13: the id contains a lone surrogate" in err
+    assert f"{corpus}:16: \"text\" contains a lone surrogate" in err
+    assert _lines(run.stdout) == _lines(_scan(_write(tmp_path / "good.jsonl", CORPUS[:20])).stdout)
+    again = _scan(corpus, "--store", tmp_path / "store")  # the store of the run was kept
+    assert b"20 judged before" in again.stderr
+
+
+def test_output_naming_the_input_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    corpus = _write(tmp_path / "c.jsonl", CORPUS[:5])
+    before = corpus.read_bytes()
+    run = _scan(corpus, "-o", corpus)
+    assert run.returncode == 2
+    assert b"is the input" in run.stderr
+    assert corpus.read_bytes() == before
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(corpus)
+    assert _scan(corpus, "-o", link).returncode == 2 and corpus.read_bytes() == before
+
+
+def test_output_appears_only_when_the_run_ends(tmp_path: Path) -> None:
+    corpus = _write(tmp_path / "c.jsonl", CORPUS)
+    out = tmp_path / "out.jsonl"
+    out.write_text("previous result\n", encoding="utf-8")
+    proc = subprocess.Popen([str(ZHDEDUP), "scan", str(corpus), "-o", str(out), "--store", str(tmp_path / "s")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path / "s" / "log.bin"
+    while proc.poll() is None and not (log.exists() and log.stat().st_size > 2000):
+        time.sleep(0.01)  # killed once a few documents are judged
+    assert proc.poll() is None, "the run ended before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert out.read_text(encoding="utf-8") == "previous result\n"  # never a truncated file
+    assert _scan(corpus, "-o", out).returncode == 0
+    assert len(_lines(out.read_text(encoding="utf-8"))) == len(CORPUS)
+
+
+def test_standard_input_a_pipe_and_gzip(tmp_path: Path) -> None:
+    corpus = _write(tmp_path / "c.jsonl", CORPUS[:25])
+    expected = _lines(_scan(corpus).stdout)
+    assert _lines(_scan("-", stdin=corpus.read_bytes()).stdout) == expected
+    cat = subprocess.Popen(["cat", str(corpus)], stdout=subprocess.PIPE)
+    piped = subprocess.run([str(ZHDEDUP), "scan", "/dev/stdin"], stdin=cat.stdout, capture_output=True, timeout=300,
+                           check=False)
+    cat.wait()
+    assert piped.returncode == 0, piped.stderr
+    assert _lines(piped.stdout) == expected
+    packed = tmp_path / "c.jsonl.gz"
+    packed.write_bytes(gzip.compress(corpus.read_bytes()))
+    assert _lines(_scan(packed).stdout) == expected
+
+
+def test_an_input_where_nothing_can_be_judged_exits_non_zero(tmp_path: Path) -> None:
+    corpus = tmp_path / "utf16.jsonl"
+    corpus.write_bytes("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in CORPUS[:5]).encode("utf-16"))
+    run = _scan(corpus)
+    assert run.returncode == 1
+    assert b"could be judged" in run.stderr and f"{corpus}:1:".encode() in run.stderr
