@@ -1,0 +1,269 @@
+"""Recall on edited, re-templated, natural and short duplicates (issue 10), every method in one run.
+
+    python -m benchmarks.bench_recall [--corpus inews pd1998 reviews clauses] [--n-base 600]
+
+Corpora (``benchmarks.sources``): ``inews`` and ``reviews`` are tuned on; ``pd1998`` and
+``clauses`` are held out and only reported. Sets per corpus (``benchmarks.recall_sets``): long
+corpora get ``synthetic`` (reposts incl. re-templated portal pages, plus look-alikes) and
+``natural`` (the whole corpus, exact-join ground truth); short corpora get ``synthetic``
+(20–200 character texts with one-character, prefix, suffix and punctuation edits) and ``natural``.
+
+Every method reads the documents in order and names, per document, the earlier document it
+repeats (``dup_of``) or none. Scores:
+
+- **pairwise P/R/F1**: predicted clusters are the connected components of the ``dup_of`` links,
+  true clusters the ground-truth groups. A pair of documents is predicted when both are in one
+  predicted cluster, true when both are in one group; P = |predicted ∩ true| / |predicted|,
+  R = |predicted ∩ true| / |true|, over all unordered pairs.
+- **recall by kind**: a document with an earlier member of its group is found when its
+  ``dup_of`` is in its group.
+- **recall by similarity band** (natural): share of true pairs, binned by their 5-gram Jaccard,
+  that end up in one predicted cluster.
+- **look-alikes merged**: look-alike documents whose predicted cluster holds another group.
+
+Writes ``benchmarks/results/recall-<corpus>.json`` and prints Markdown tables. docs/s is the
+judging alone (sets are built before) per second of this process's CPU time (every method is
+single-threaded; wall time on the shared cores would measure the neighbours), same run, same data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from math import comb
+from typing import Any
+
+from benchmarks import common, recall_sets, sources, truth
+from benchmarks.bench_accuracy import minhash_lsh, ours, simhash_jieba
+from benchmarks.corpus import Record
+from benchmarks.recall_sets import Doc
+from benchmarks.sketch_judge import HostLines, Options, SketchJudge
+
+Judge = Callable[[Sequence[Doc]], Iterator[str | None]]
+
+
+def on_records(judge: Callable[[Sequence[Record]], Iterator[str | None]]) -> Judge:
+    """A ``bench_accuracy`` judge (which reads ``Record``s) as a judge of ``Doc``s."""
+    return lambda docs: judge([Record(d.id, d.text, d.group, d.kind) for d in docs])
+
+
+PEERS: dict[str, Judge] = {
+    "zhdedup scan defaults": on_records(ours()),
+    "simhash: jieba words, SimhashIndex(k=3)": on_records(simhash_jieba),
+    "datasketch: 3-gram MinHashLSH(0.5)": on_records(minhash_lsh(3, 0.5)),
+    "datasketch: 3-gram MinHashLSH(0.7)": on_records(minhash_lsh(3, 0.7)),
+}
+PROTOTYPE = Options()
+PROTOTYPES: dict[str, Options] = {
+    "prototype: bands + passages + sketch keys, sketch-verified": PROTOTYPE,
+    "ablation: without sketch keys": replace(PROTOTYPE, sketch_keys=False),
+    "ablation: without passages": replace(PROTOTYPE, passages=False),
+    "ablation: without SimHash bands": replace(PROTOTYPE, simhash_bands=False),
+    "ablation: Hamming-verified bands/passages (today) + sketch keys": replace(PROTOTYPE, verify="hamming"),
+    "ablation: 5-grams": replace(PROTOTYPE, shingle=5),
+    "ablation: 3-grams": replace(PROTOTYPE, shingle=3),
+    "ablation: + per-host repeated lines removed": replace(PROTOTYPE, host_lines=True),
+}
+
+
+def methods() -> dict[str, Judge]:
+    """Peers and fresh prototype judges (each keeps its own memory figures)."""
+    return {**PEERS, **{name: SketchJudge(o) for name, o in PROTOTYPES.items()}}
+BANDS = ((0.0, 0.7, "C ≥ 0.9, J < 0.7"), (0.7, 0.8, "J 0.7–0.8"), (0.8, 0.9, "J 0.8–0.9"),
+         (0.9, 1.0, "J 0.9–1.0"), (1.0, 1.01, "J = 1"))
+
+
+@dataclass
+class Score:
+    precision: float
+    recall: float
+    f1: float
+    docs_per_s: float
+    found: Counter[str] = field(default_factory=Counter)  # per kind: duplicates found
+    due: Counter[str] = field(default_factory=Counter)  # per kind: documents with an earlier group member
+    bands: dict[str, tuple[int, int]] = field(default_factory=dict)  # band -> (pairs joined, pairs)
+    lookalikes_merged: int = 0
+    bytes_per_doc: dict[str, float] = field(default_factory=dict)  # prototype only: memory by part
+
+    def recall_of(self, kind: str) -> float | None:
+        return self.found[kind] / self.due[kind] if self.due[kind] else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"precision": self.precision, "recall": self.recall, "f1": self.f1, "docs_per_s": self.docs_per_s,
+                "recall_by_kind": {k: self.recall_of(k) for k in self.due}, "found": dict(self.found),
+                "due": dict(self.due), "bands": self.bands, "lookalikes_merged": self.lookalikes_merged,
+                "bytes_per_doc": self.bytes_per_doc}
+
+
+def predicted_clusters(docs: Sequence[Doc], links: Sequence[str | None]) -> list[int]:
+    """Connected components of the dup_of links (label = index of the component's first document)."""
+    index = {d.id: i for i, d in enumerate(docs)}
+    pairs = [truth.Pair(index[target], i, 1.0, 1.0) for i, target in enumerate(links) if target is not None]
+    return truth.clusters(len(docs), pairs)
+
+
+def pairwise(pred: Sequence[int], gold: Sequence[str]) -> tuple[float, float, float]:
+    both = Counter(zip(pred, gold))
+    tp = sum(comb(n, 2) for n in both.values())
+    predicted = sum(comb(n, 2) for n in Counter(pred).values())
+    true = sum(comb(n, 2) for n in Counter(gold).values())
+    p = tp / predicted if predicted else 1.0
+    r = tp / true if true else 1.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def score(docs: Sequence[Doc], judge: Judge, pairs: Sequence[truth.Pair] = ()) -> Score:
+    t0 = time.process_time()  # CPU time: the cores are shared, wall time would measure the neighbours
+    links = list(judge(docs))
+    seconds = time.process_time() - t0
+    group_of = {d.id: d.group for d in docs}
+    pred = predicted_clusters(docs, links)
+    p, r, f1 = pairwise(pred, [d.group for d in docs])
+    s = Score(p, r, f1, len(docs) / seconds if seconds else 0.0)
+    if isinstance(judge, SketchJudge):
+        s.bytes_per_doc = dict(judge.bytes_per_doc)
+    seen: set[str] = set()
+    for d, target in zip(docs, links):
+        if d.group in seen:
+            s.due[d.kind] += 1
+            if target is not None and group_of[target] == d.group:
+                s.found[d.kind] += 1
+        seen.add(d.group)
+    for lo, hi, name in BANDS:
+        band = [q for q in pairs if lo <= q.jaccard < hi]
+        s.bands[name] = (sum(pred[q.a] == pred[q.b] for q in band), len(band))
+    groups_in: dict[int, set[str]] = defaultdict(set)
+    for d, c in zip(docs, pred):
+        groups_in[c].add(d.group)
+    s.lookalikes_merged = sum(1 for d, c in zip(docs, pred) if d.kind.startswith("lookalike") and len(groups_in[c]) > 1)
+    return s
+
+
+# --- sets ---------------------------------------------------------------------------------------
+
+
+def build_sets(corpus: str, n_base: int, lookalike_pairs: int, seed: int) -> dict[str, tuple[list[Doc], list[truth.Pair]]]:
+    if corpus in sources.LONG_CORPORA:
+        articles = sources.long_corpus(corpus)
+        pool = [a for a in articles if 300 <= len(a.text) <= 5000]
+        natural_docs, pairs = recall_sets.natural([a.text for a in articles], f"{corpus}-nat", min_chars=100)
+        # synthetic originals must not be natural duplicates of each other
+        clustered = {d.text for d in natural_docs if d.kind == "natural"}
+        pool = [a for a in pool if recall_sets.clean_or_empty(a.text) not in clustered]
+        random.Random(f"{seed}:{corpus}").shuffle(pool)
+        synthetic = recall_sets.synthetic_long(pool, n_base, lookalike_pairs, seed, f"{corpus}-syn")
+        return {"synthetic": (synthetic, []), "natural": (natural_docs, pairs)}
+    texts = sources.short_corpus(corpus)
+    synthetic = recall_sets.synthetic_short(texts, n_base, seed, f"{corpus}-syn")
+    natural_docs, pairs = recall_sets.natural(list(texts), f"{corpus}-nat")
+    return {"synthetic": (synthetic, []), "natural": (natural_docs, pairs)}
+
+
+def spot_check(docs: Sequence[Doc], pairs: Sequence[truth.Pair], n: int, seed: int) -> list[str]:
+    """``n`` random true pairs nearest the decision boundary (lowest Jaccard), for reading by eye."""
+    near = sorted(pairs, key=lambda p: max(p.jaccard - truth.JACCARD, p.containment - truth.CONTAINMENT))[: 5 * n]
+    picked = random.Random(seed).sample(near, min(n, len(near)))
+    return [f"J={p.jaccard:.2f} C={p.containment:.2f}\n  A: {docs[p.a].text[:120]!r}\n  B: {docs[p.b].text[:120]!r}"
+            for p in picked]
+
+
+# --- reporting ------------------------------------------------------------------------------------
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f} %"
+
+
+def _bytes(parts: dict[str, float], names: tuple[str, ...]) -> str:
+    return f"{sum(parts[n] for n in names):.0f}" if parts else "-"
+
+
+def tables(corpus: str, set_name: str, docs: Sequence[Doc], scores: dict[str, Score]) -> list[str]:
+    kinds = sorted({k for s in scores.values() for k in s.due}, key=lambda k: (k != "natural", k))
+    n_dups = sum(next(iter(scores.values())).due.values())
+    head = f"{corpus} / {set_name}: {len(docs):,} documents, {n_dups:,} with an earlier duplicate"
+    out = [head + "\n" + common.table(
+        ["method", "precision", "recall", "F1", "look-alikes merged", "docs/s", "sketch+keys B/doc", "index B/doc"],
+        [[m, f"{s.precision:.3f}", f"{s.recall:.3f}", f"{s.f1:.3f}", s.lookalikes_merged, f"{s.docs_per_s:.0f}",
+          _bytes(s.bytes_per_doc, ("sketch", "sketch_keys")), _bytes(s.bytes_per_doc, tuple(s.bytes_per_doc))]
+         for m, s in scores.items()])]
+    out.append(f"{corpus} / {set_name}: recall by kind\n" + common.table(
+        ["method", *kinds], [[m, *(_pct(s.recall_of(k)) for k in kinds)] for m, s in scores.items()]))
+    if any(total for s in scores.values() for _, total in s.bands.values()):
+        names = [name for _, _, name in BANDS]
+        first = next(iter(scores.values()))
+        out.append(f"{corpus} / {set_name}: recall of true pairs by 5-gram similarity band\n" + common.table(
+            ["method", *(f"{n} ({first.bands[n][1]})" for n in names)],
+            [[m, *(_pct(s.bands[n][0] / s.bands[n][1] if s.bands[n][1] else None) for n in names)]
+             for m, s in scores.items()]))
+    return out
+
+
+def run_corpus(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
+               methods: Callable[[], dict[str, Judge]]) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    sets = build_sets(corpus, n_base, lookalike_pairs, seed)
+    print(f"{corpus}: sets built in {time.perf_counter() - t0:.0f} s", flush=True)
+    result: dict[str, Any] = {"role": "tuning" if corpus in sources.TUNING else "held out", "sets": {}}
+    printed: list[str] = []
+    for set_name, (docs, pairs) in sets.items():
+        scores: dict[str, Score] = {}
+        for method, judge in methods().items():
+            scores[method] = s = score(docs, judge, pairs)
+            print(f"  [{corpus}/{set_name}] {method}: P={s.precision:.3f} R={s.recall:.3f} F1={s.f1:.3f} "
+                  f"{s.docs_per_s:.0f} docs/s", flush=True)
+        furniture = [d.furniture for d in docs if d.host and d.kind.startswith("retemplate")]
+        host_lines = HostLines(PROTOTYPES["ablation: + per-host repeated lines removed"].host_line_pages)
+        removed = [1 - len(host_lines(d)) / len(d.text) for d in docs]
+        removed = [r for r, d in zip(removed, docs) if d.host and d.kind.startswith("retemplate")]
+        entry: dict[str, Any] = {"documents": len(docs), "kinds": dict(Counter(d.kind for d in docs)),
+                                 "true_pairs": len(pairs), "scores": {m: s.as_dict() for m, s in scores.items()}}
+        if furniture:
+            entry["furniture_share"] = {"mean": statistics.mean(furniture), "max": max(furniture),
+                                        "removed_by_host_lines": statistics.mean(removed)}
+            printed.append(f"{corpus}: site furniture in re-templated pages after extraction: "
+                           f"{100 * statistics.mean(furniture):.1f} % of characters on average, "
+                           f"{100 * max(furniture):.1f} % at most; the per-host repeated-line filter "
+                           f"removes {100 * statistics.mean(removed):.1f} % of their characters")
+        if pairs:
+            entry["spot_check"] = spot_check(docs, pairs, 10, seed)
+        result["sets"][set_name] = entry
+        printed += tables(corpus, set_name, docs, scores)
+    result["printed"] = printed
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_recall", description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", nargs="+", default=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA],
+                        choices=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA])
+    parser.add_argument("--n-base", type=int, default=600, help="synthetic originals per corpus")
+    parser.add_argument("--lookalike-pairs", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=recall_sets.SEED)
+    parser.add_argument("--method", nargs="*", help="substrings of method names to run (default: all)")
+    args = parser.parse_args(argv)
+
+    def chosen() -> dict[str, Judge]:
+        return {m: j for m, j in methods().items() if not args.method or any(s in m for s in args.method)}
+
+    for corpus in args.corpus:
+        info = common.start(f"Recall on {corpus}")
+        result = run_corpus(corpus, args.n_base, args.lookalike_pairs, args.seed, chosen)
+        print()
+        for t in result["printed"]:
+            print(t + "\n")
+        for set_name, entry in result["sets"].items():
+            for line in entry.get("spot_check", []):
+                print(f"[{set_name} spot check] {line}")
+        common.write_results(f"recall-{corpus}", info, vars(args), result["sets"], result["printed"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

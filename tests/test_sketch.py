@@ -1,0 +1,75 @@
+"""The MinHash sketch: what it ignores, how close its estimates are, and what its keys share."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks import sketch
+from tests import zhtexts
+
+
+def exact(a: str, b: str, n: int = sketch.SHINGLE) -> tuple[float, float]:
+    x, y = sketch.shingle_hashes(a, n), sketch.shingle_hashes(b, n)
+    inter = np.intersect1d(x, y).size
+    return inter / (x.size + y.size - inter), inter / min(x.size, y.size)
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    return [a.text for a in zhtexts.articles(6, min_chars=800)]
+
+
+def test_punctuation_spacing_and_case_are_ignored() -> None:
+    assert np.array_equal(sketch.shingle_hashes("台风“山竹”登陆，广东：停课！ABC"),
+                          sketch.shingle_hashes("台风山竹 登陆 广东停课abc"))
+
+
+def test_sketch_layout() -> None:
+    s = sketch.sketch("国务院常务会议部署近期重点工作")
+    assert s.values.dtype == np.uint16 and len(s.values) == sketch.SIZE
+    assert s.shingles == sketch.shingle_hashes("国务院常务会议部署近期重点工作").size
+    keys = sketch.band_keys(s)
+    assert len(keys) == sketch.BANDS and all(0 <= k < 2**32 for k in keys)
+
+
+def test_identical_texts(texts: list[str]) -> None:
+    a, b = sketch.sketch(texts[0]), sketch.sketch(texts[0])
+    assert sketch.estimate(a, b) == (1.0, 1.0)
+    assert sketch.band_keys(a) == sketch.band_keys(b)
+
+
+def test_edited_text_estimate_is_close_and_shares_keys(texts: list[str]) -> None:
+    edited = zhtexts.edit_chars(texts[1], 20, seed=3)
+    j, c = sketch.estimate(sketch.sketch(texts[1]), sketch.sketch(edited))
+    true_j, true_c = exact(texts[1], edited)
+    assert abs(j - true_j) < 0.15 and abs(c - true_c) < 0.15
+    assert set(sketch.band_keys(sketch.sketch(texts[1]))) & set(sketch.band_keys(sketch.sketch(edited)))
+
+
+def test_truncated_copy_is_contained(texts: list[str]) -> None:
+    head = texts[2][: len(texts[2]) * 7 // 10]
+    j, c = sketch.estimate(sketch.sketch(texts[2]), sketch.sketch(head))
+    assert c >= 0.9 and j < c
+
+
+def test_unrelated_texts_share_nothing(texts: list[str]) -> None:
+    a, b = sketch.sketch(texts[3]), sketch.sketch(texts[4])
+    j, c = sketch.estimate(a, b)
+    assert j < 0.1 and c < 0.2
+    assert not set(sketch.band_keys(a)) & set(sketch.band_keys(b))
+
+
+def test_a_small_text_is_not_contained_in_a_large_one_by_chance(texts: list[str]) -> None:
+    """A sentence against a long unrelated article owns few bins: containment falls back to Jaccard."""
+    small = sketch.sketch("本报讯 记者从市气象台获悉，今天夜间到明天有小雨。")
+    _, c = sketch.estimate(small, sketch.sketch("".join(texts)))
+    assert c < 0.5
+
+
+def test_short_text_with_one_edited_character_shares_a_key() -> None:
+    a = "这本书印刷质量很好，内容也不错，孩子很喜欢，下次还会再来买。"
+    b = a.replace("孩子", "孩孑")
+    sa, sb = sketch.sketch(a, 2), sketch.sketch(b, 2)
+    assert sketch.estimate(sa, sb)[0] >= 0.6
+    assert set(sketch.band_keys(sa)) & set(sketch.band_keys(sb))
