@@ -51,6 +51,7 @@ from scrapy_zhdedup.judge import Match, NearRule, Prepared, Verdict, judge, verd
 from scrapy_zhdedup.text import decode_html
 
 from .buffer import BulkBuffer, PendingBatch
+from .chinese import SearchText
 from .client import EsUnavailableError, acheck_reachable, make_async_client
 from .lookups import EsAnswers, EsLookups, LookupItemError, query_features, query_passages, repeat_id
 from .steps import adrive
@@ -102,6 +103,7 @@ class ElasticsearchBackend:
         self.layout = dedup.layout
         self.index = es.es_index
         self.index_duplicates = index_duplicates
+        self.search = SearchText(es.es_text_field, es.es_analysis)
         self.stats = EsStats(stats)
         self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_DEAD_LETTER), self.index, self.stats)
         policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
@@ -124,6 +126,8 @@ class ElasticsearchBackend:
     def from_crawler(cls, crawler: Crawler) -> ElasticsearchBackend:
         """Built by the pipeline from ``ZHDEDUP_*`` settings (``ZHDEDUP_BACKEND = "elasticsearch"``)."""
         settings = crawler.settings
+        if str(settings.get("LOG_LEVEL")).upper() != "DEBUG":  # its INFO lines, two per item, drown the crawl's
+            logging.getLogger("elastic_transport").setLevel(logging.WARNING)
         return cls(from_settings(DedupConfig, settings), from_settings(EsConfig, settings), stats=crawler.stats,
                    index_duplicates=from_settings(PipelineConfig, settings).mode == "annotate")
 
@@ -141,11 +145,11 @@ class ElasticsearchBackend:
                     document: dict[str, Any]) -> Verdict:
         """Judge one item and buffer it for writing (unless it is a duplicate in drop mode).
 
-        ``document`` (the item's fields) is stored beside the ``zhdedup`` fields; bytes values (a page
-        body) are stored as text, decoded like the page.  Items arriving within ``es_batch_window``
-        seconds of each other are looked up together (:meth:`judge_many`).  Raises EmptyTextError for
-        items without text, InvalidDocumentError for a document Elasticsearch could not store, and
-        EsUnavailableError (after dead-lettering the item) when lookups keep failing.
+        ``document`` (the item's fields, without the page) is stored beside the ``zhdedup`` fields, with
+        the cleaned text in ``ZHDEDUP_ES_TEXT_FIELD``; bytes values are stored decoded like a page.
+        Items arriving together are looked up together (:meth:`judge_many`, window.py).  Raises
+        EmptyTextError for items without text, InvalidDocumentError for a document Elasticsearch could
+        not store, and EsUnavailableError (after dead-lettering the item) when lookups keep failing.
         """
         self._check_open()
         prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
@@ -176,6 +180,10 @@ class ElasticsearchBackend:
         # a text seen here before probably needs no fingerprint: its exact lookup is likely to answer
         likely_new = [t for t in todo if t[1].digest not in self._bloom]
         await self._features([p for _, p, _ in likely_new])
+        # segmented for search only when it will likely be stored: exact repeats in drop mode are not
+        stored = todo if self.index_duplicates else likely_new
+        words = dict(zip((i for i, _, _ in stored), await self._on_worker(
+            lambda: [self.search.words(p.clean) for _, p, _ in stored])))
         with self.buffer.judging() as since:
             try:
                 exact, near = await asyncio.gather(
@@ -199,8 +207,9 @@ class ElasticsearchBackend:
                     outcomes[i] = error
                 return cast("list[Verdict | Exception]", outcomes)
             for (i, prepared, document), flushed_exact in zip(todo, exact):
+                search_words = words.get(i)
                 answers = EsAnswers(flushed_exact, near_of.get(i), self.buffer, since,
-                                    lambda p, v, d=document: self._enqueue_verdict(p, v, d))  # type: ignore[misc]
+                                    lambda p, v, d=document, w=search_words: self._enqueue_verdict(p, v, d, w))  # type: ignore[misc]
                 outcomes[i] = judge(prepared, answers)  # synchronous: nothing interleaves between decision and enqueue
         await self.buffer.backpressure()
         return cast("list[Verdict | Exception]", outcomes)
@@ -253,7 +262,7 @@ class ElasticsearchBackend:
             await acheck_reachable(self._client, self.es.es_url)
             # creating an index can take longer than a lookup's timeout
             setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))
-            report = await ainstall(setup, self.index, self.layout, replace=False)
+            report = await ainstall(setup, self.index, self.layout, search=self.search, replace=False)
             logger.info("zhdedup: Elasticsearch index %s: template %s, index %s", self.index,
                         report["template_action"], report["index_action"])
             self.buffer.start()
@@ -273,20 +282,26 @@ class ElasticsearchBackend:
 
     # -- buffer ------------------------------------------------------------------------------------
 
-    def _enqueue_verdict(self, prepared: Prepared, verdict: Verdict, document: dict[str, Any]) -> None:
+    def _enqueue_verdict(self, prepared: Prepared, verdict: Verdict, document: dict[str, Any],
+                         words: str | None) -> None:
         """The store's ``remember``: what the verdict writes (first copies; duplicates in annotate mode)."""
         digest = prepared.digest
+        document = {**document, self.search.text_field: prepared.clean}
+        if words is None:  # a Bloom filter false positive, rarely
+            words = self.search.words(prepared.clean)
         self._bloom.add(digest)
         if verdict.status == "exact":
             if self.index_duplicates:
-                self.buffer.enqueue(Action("index", repeat_id(digest, verdict.doc_id), self._source(verdict, document)))
+                self.buffer.enqueue(Action("index", repeat_id(digest, verdict.doc_id),
+                                           self._source(verdict, document, words=words)))
         elif verdict.status == "unique" or self.index_duplicates:
             passages = query_passages(prepared.passages)
             self.buffer.open.add(digest, Match(verdict.doc_id, verdict.cluster, 0), prepared.fingerprint, passages)
-            self.buffer.enqueue(Action("create", digest, self._source(verdict, document, passages)))
+            self.buffer.enqueue(Action("create", digest, self._source(verdict, document, passages, words)))
 
-    def _source(self, verdict: Verdict, document: dict[str, Any], passages: list[int] | None = None) -> dict[str, Any]:
-        fields = zhdedup_fields(verdict, self.layout, datetime.now(timezone.utc), passages=passages)
+    def _source(self, verdict: Verdict, document: dict[str, Any], passages: list[int] | None = None,
+                words: str | None = None) -> dict[str, Any]:
+        fields = zhdedup_fields(verdict, self.layout, datetime.now(timezone.utc), passages=passages, words=words)
         return {**document, "zhdedup": fields}
 
     # -- writing ---------------------------------------------------------------------------------------
@@ -328,7 +343,8 @@ class ElasticsearchBackend:
             if self.index_duplicates:
                 verdict = verdict_for(ours["doc_id"], action.id, None, first, exact=True)
                 document = {k: v for k, v in source.items() if k != "zhdedup"}
-                self.buffer.enqueue(Action("index", repeat_id(action.id, ours["doc_id"]), self._source(verdict, document)))
+                self.buffer.enqueue(Action("index", repeat_id(action.id, ours["doc_id"]),
+                                           self._source(verdict, document, words=ours.get("words"))))
 
     def _dead(self, actions: list[Action], stage: str, error: Exception) -> None:
         self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, stage, error) for a in actions])

@@ -51,6 +51,7 @@ from scrapy_zhdedup.validate import check_id
 from scrapy_zhdedup.workers import PreparePool
 
 from .checkpoint import Checkpoint
+from .chinese import segment
 from .scroll import PointInTime
 from .steps import drive
 from .template import dedup_properties, ensure_layout, read_meta, template_body, zhdedup_fields
@@ -223,7 +224,8 @@ class _Run:
                     counts[verdict.status] += 1
                     passages = prepared.passages if verdict.status != "exact" else []
                     pending.append(Action("update", hit["_id"], {"zhdedup": zhdedup_fields(
-                        verdict, self.layout, datetime.now(timezone.utc), passages=passages)}))
+                        verdict, self.layout, datetime.now(timezone.utc), passages=passages,
+                        words=segment(prepared.clean))}))
                 at["after"] = hit["sort"]
                 if progress is not None:
                     progress(1)

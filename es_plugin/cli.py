@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,30 +18,45 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
 
 from scrapy_zhdedup.cli import progress
-from scrapy_zhdedup.config import CONNECTION, WRITING, DedupConfig, EsConfig, add_options, from_args
+from scrapy_zhdedup.config import (
+    CONNECTION,
+    LAYOUT,
+    NEAR,
+    SEARCH,
+    WRITING,
+    DedupConfig,
+    EsConfig,
+    add_options,
+    from_args,
+)
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 from scrapy_zhdedup.workers import add_workers_option
 
+from .chinese import SearchText
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    es = sub.add_parser("es", help="Elasticsearch: install, status, ingest, search, dedup-index, reconcile")
+    """Every subcommand names its index with ``--index`` (default ``$ZHDEDUP_ES_INDEX``, else
+    zhdedup-docs) and offers only the options that act in it."""
+    es = sub.add_parser("es", help="Elasticsearch: install, status, ingest, search, dedup-index, reconcile",
+                        description="Elasticsearch commands; each names its index with --index.")
     esub = es.add_subparsers(dest="es_command", required=True)
 
     p = esub.add_parser("install", help="put the index template (idempotent, versioned) and create the index")
-    _common(p, index_option=True)
+    _options(p, dedup=(LAYOUT,), search=True)
     p.add_argument("--mapping", type=Path, help="JSON file: mapping properties of the documents' own fields")
     p.add_argument("--shards", type=int, default=1, help="primary shards of a new index (default %(default)s)")
     p.set_defaults(func=_es_errors(cmd_install))
 
     p = esub.add_parser("status", help="installed template, band layout, document and cluster counts")
-    _common(p, index_option=True)
+    _options(p, dedup=(LAYOUT,))
     p.add_argument("--json", action="store_true", help="print the status as JSON")
     p.set_defaults(func=_es_errors(cmd_status))
 
     p = esub.add_parser("ingest", help="load JSONL files or directories of HTML pages, deduplicated")
     p.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
                    help='JSONL ({"id": ..., "text"|"html": ...} per line) or a directory of saved pages')
-    _common(p, index_option=True, writing=True)
+    _options(p, dedup=None, search=True, writing=True)
     p.add_argument("--mode", choices=("annotate", "drop"), default="annotate",
                    help="annotate: store duplicates too, marked (default; folded search needs them); "
                         "drop: store first copies only")
@@ -53,35 +68,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_es_errors(cmd_ingest))
 
     p = esub.add_parser("search", help="search with near-duplicates folded into one hit per cluster")
-    p.add_argument("index", help="index (or alias, or pattern) to search")
-    p.add_argument("query", help="query text, or a JSON query clause if it starts with '{'")
-    _common(p)
+    p.add_argument("query", help="query text (segmented like the stored text), or a JSON query clause if it "
+                                 "starts with '{'")
+    _options(p, dedup=(), search=True)
     p.add_argument("--page", type=int, default=1, help="page of groups to show (default %(default)s)")
-    p.add_argument("--size", type=int, default=10, help="groups per page")
+    p.add_argument("--size", type=int, default=10, help="groups per page (default %(default)s)")
     p.add_argument("--inner-hits", type=int, default=0, metavar="N", help="show up to N folded duplicates per hit")
-    p.add_argument("--fields", default="title,text", help="comma-separated fields to search and show")
+    p.add_argument("--fields", default="title,text",
+                   help="comma-separated fields to search and show (default %(default)s)")
     p.add_argument("--all", action="store_true", help="every group as JSONL, in cluster order (no window limit)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--print-body", action="store_true", help="print the request body (for Kibana) and exit")
+    p.add_argument("--print-body", action="store_true",
+                   help="print the request as a curl command (its JSON body also works in Kibana) and exit")
     p.set_defaults(func=_es_errors(cmd_search))
 
     p = esub.add_parser("dedup-index", help="fingerprint and cluster an existing index in place")
-    p.add_argument("source", metavar="SOURCE", help="index to deduplicate")
-    _common(p)
-    p.add_argument("--text-field", default="text", help="field holding the text (default %(default)s)")
+    _options(p, dedup=None, search=True, analysis=False)
     p.add_argument("--html-field", default=None, help="judge this field's HTML when present (before --text-field)")
     p.add_argument("--id-field", default=None, help="field naming the document (default: _id)")
     p.add_argument("--checkpoint", type=Path, default=None,
-                   help="resume file (default .zhdedup-checkpoints/dedup-index-SOURCE.json)")
-    p.add_argument("--batch-size", type=int, default=500, help="documents per page and per bulk of updates (default %(default)s)")
+                   help="resume file (default .zhdedup-checkpoints/dedup-index-INDEX.json)")
+    p.add_argument("--batch-size", type=int, default=500,
+                   help="documents per page and per bulk of updates (default %(default)s)")
     add_workers_option(p)
     p.add_argument("--dry-run", action="store_true", help="judge and report, write nothing")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_es_errors(cmd_dedup_index))
 
     p = esub.add_parser("reconcile", help="find and repair documents whose zhdedup fields disagree")
-    p.add_argument("index", help="index to reconcile")
-    _common(p)
+    _options(p, dedup=(LAYOUT, NEAR))
     p.add_argument("--dry-run", action="store_true", help="report only")
     p.add_argument("--delete", action="store_true", help="delete stray documents instead of re-marking them")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -104,13 +119,22 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
     return run
 
 
-def _common(p: argparse.ArgumentParser, *, index_option: bool = False, writing: bool = False) -> None:
-    """Connection options (from EsConfig, defaults from ``$ZHDEDUP_ES_*``) and the engine's options."""
-    add_options(p, EsConfig, "Elasticsearch connection", groups=(CONNECTION,),
-                skip=() if index_option else ("es_index",), environment=True)
+def _options(p: argparse.ArgumentParser, *, dedup: Collection[str] | None, search: bool = False,
+             analysis: bool = True, writing: bool = False) -> None:
+    """Connection options (from EsConfig, defaults from ``$ZHDEDUP_ES_*``), and those of the engine
+    (``dedup``: DedupConfig groups, None for all), of search and of writing where the command uses them."""
+    add_options(p, EsConfig, "Elasticsearch connection", groups=(CONNECTION,), environment=True)
+    if search:
+        add_options(p, EsConfig, "text and search", groups=(SEARCH,), skip=() if analysis else ("es_analysis",),
+                    environment=True)
     if writing:
         add_options(p, EsConfig, "Elasticsearch writing", groups=(WRITING,), environment=True)
-    add_options(p, DedupConfig, "deduplication")
+    if dedup is None or dedup:
+        add_options(p, DedupConfig, "deduplication", groups=dedup)
+
+
+def _search_text(args: argparse.Namespace) -> SearchText:
+    return SearchText(args.es_text_field, getattr(args, "es_analysis", "jieba"))
 
 
 @contextmanager
@@ -151,7 +175,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         raise ConfigError("--shards must be at least 1")
     with _client(args) as client:
         report = install(client, args.es_index, from_args(DedupConfig, args).layout, user_properties,
-                         settings={"index": {"number_of_shards": args.shards}})
+                         shards=args.shards, search=_search_text(args))
     print(f"template {report['template']}: {report['template_action']} (version {report['template_version']}); "
           f"index {report['index']}: {report['index_action']}; layout {report['layout']}")
     return 0
@@ -166,7 +190,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         _print(report)
     else:
         print(f"index:     {report['index']} ({'exists' if report['exists'] else 'missing'})")
-        print(f"template:  {report['template']} version {report['template_version']} "
+        installed = (f"version {report['template_version']}" if report["template_version"] is not None
+                     else "not installed (only needed to create the index: `zhdedup es install`)")
+        print(f"template:  {report['template']} {installed} "
               f"(this package: {report['package_template_version']}, scrapy-zhdedup {report['package_version']})")
         print(f"layout:    index {report['index_layout']}, client {report['client_layout']}")
         print(f"documents: {report['docs']}, clusters: {report['clusters']}, by status: {report['statuses']}")
@@ -179,7 +205,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
     with _client(args) as client, _bar(None, "doc", "reconcile") as bar:
         config = from_args(DedupConfig, args)
-        report = reconcile(client, args.index, config.layout, apply=not args.dry_run, delete=args.delete,
+        report = reconcile(client, args.es_index, config.layout, apply=not args.dry_run, delete=args.delete,
                            progress=bar, passage_share=config.passage_share,
                            passage_threshold=config.passage_threshold)
     if args.json:
@@ -238,27 +264,73 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
     query: str | dict[str, Any] = json.loads(args.query) if args.query.lstrip().startswith("{") else args.query
+    search = _search_text(args)
     if args.print_body:
-        _print(folded_query_body(query, page=args.page, size=args.size, inner_hits=args.inner_hits, fields=fields))
+        body = folded_query_body(query, page=args.page, size=args.size, inner_hits=args.inner_hits, fields=fields,
+                                 search=search)
+        print(curl_command(args.es_url, args.es_index, body))
         return 0
     with _client(args) as client:
         if args.all:
-            for group in iter_folded(client, args.index, query, fields=fields):
+            for group in iter_folded(client, args.es_index, query, fields=fields, search=search):
                 print(json.dumps(group, ensure_ascii=False))
             return 0
-        result = folded_search(client, args.index, query, page=args.page, size=args.size,
-                               inner_hits=args.inner_hits, fields=fields)
+        result = folded_search(client, args.es_index, query, page=args.page, size=args.size,
+                               inner_hits=args.inner_hits, fields=fields, search=search)
     if args.json:
         _print(result)
         return 0
-    print(f"{result['total_hits']} documents in {result['total_groups']} groups"
-          f"{'' if result['groups_exact'] else ' (approx.)'}; page {result['page']} of {result['pages']}")
+    print(_page_line(result))
     for rank, hit in enumerate(result["hits"], start=(result["page"] - 1) * result["size"] + 1):
-        print(f"{rank:3d}. {_snippet(hit, fields)}  [{hit['doc_id'] or hit['id']}]"
-              + (f"  +{hit['folded']} near-duplicates folded" if hit["folded"] else ""))
+        folded = hit["folded"]
+        print(f"{rank:3d}. {_snippet(hit, fields)}  [{_name(hit)}]"
+              + (f"  +{_plural(folded, 'repeat')} folded" if folded else ""))
         for dup in hit["duplicates"]:
-            print(f"       ~ {dup['doc_id'] or dup['id']} ({dup['status']}, distance {dup['distance']})")
+            print(f"       ~ {_name(dup)} ({_how(dup)})")
     return 0
+
+
+def curl_command(url: str, index: str, body: dict[str, Any]) -> str:
+    """The search as a shell command to paste (credentials left out); the body goes through a quoted
+    here-document, so no character of the query needs escaping."""
+    return (f"curl -sS -H 'Content-Type: application/json' '{url.rstrip('/')}/{index}/_search?pretty' -d @- <<'JSON'\n"
+            f"{_readable_json(body)}\nJSON")
+
+
+def _readable_json(value: Any, depth: int = 0, open_levels: int = 3) -> str:
+    """JSON with objects opened up to ``open_levels`` deep and anything deeper on one line: short enough
+    for a README, structured enough to read."""
+    if not isinstance(value, dict) or depth >= open_levels or not value:
+        return json.dumps(value, ensure_ascii=False)
+    pad = "  " * (depth + 1)
+    items = ",\n".join(f"{pad}{json.dumps(k, ensure_ascii=False)}: {_readable_json(v, depth + 1, open_levels)}"
+                       for k, v in value.items())
+    return f"{{\n{items}\n{'  ' * depth}}}"
+
+
+def _page_line(result: dict[str, Any]) -> str:
+    if not result["total_hits"]:
+        return "no matches"
+    groups = _plural(result["total_groups"], "group") + ("" if result["groups_exact"] else " (approx.)")
+    return f"{_plural(result['total_hits'], 'document')} in {groups}; page {result['page']} of {result['pages']}"
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _name(doc: dict[str, Any]) -> str:
+    return str(doc["doc_id"] or doc["id"])
+
+
+def _how(doc: dict[str, Any]) -> str:
+    if doc["status"] == "unique":
+        return "original"
+    if doc["status"] == "exact":
+        return "exact repeat"
+    if doc["status"] == "near":
+        return f"near repeat, {_plural(doc['distance'], 'bit')} apart"
+    return "not judged yet"
 
 
 def _snippet(hit: dict[str, Any], fields: tuple[str, ...], width: int = 60) -> str:
@@ -276,11 +348,11 @@ def _snippet(hit: dict[str, Any], fields: tuple[str, ...], width: int = 60) -> s
 def cmd_dedup_index(args: argparse.Namespace) -> int:
     from .batch import dedup_index
 
-    checkpoint = args.checkpoint or Path(".zhdedup-checkpoints") / f"dedup-index-{args.source}.json"
+    checkpoint = args.checkpoint or Path(".zhdedup-checkpoints") / f"dedup-index-{args.es_index}.json"
     with _client(args) as client:
-        total = client.count(index=args.source)["count"]
+        total = client.count(index=args.es_index)["count"]
         with _bar(total, "doc", "dedup-index") as bar:
-            report = dedup_index(client, args.source, from_args(DedupConfig, args), text_field=args.text_field,
+            report = dedup_index(client, args.es_index, from_args(DedupConfig, args), text_field=args.es_text_field,
                                  html_field=args.html_field, id_field=args.id_field, dry_run=args.dry_run,
                                  checkpoint=checkpoint, batch_size=args.batch_size, workers=args.workers,
                                  progress=bar)

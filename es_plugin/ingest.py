@@ -10,8 +10,8 @@ Inputs:
 * a directory: every ``*.html``/``*.htm``/``*.shtml``/``*.xhtml`` below it, in sorted order, with the
   relative path as id, bytes decoded like a browser would (GBK and Big5 included).
 
-For HTML the main text is extracted once, stored as ``text`` and judged (the engine would extract
-the same text from the page again); the raw HTML is not stored.
+For HTML the main text is extracted once and judged (the engine would extract the same text from
+the page again); the backend stores the cleaned text (``--text-field``), never the raw HTML.
 
 Resuming: one checkpoint file per (index, input) records how far the input was written (last line
 number, or number of files), saved only after the backend's ``flush`` returned, i.e. after
@@ -73,7 +73,7 @@ class Item:
     path: str
     line: int
     position: int
-    html: str | None = None  # its main text is extracted by the worker pool, stored as ``text``, judged
+    html: str | None = None  # its main text is extracted by the worker pool and judged
 
 
 def open_checkpoint(directory: Path, index: str, source: Path, kind: str, restart: bool) -> Checkpoint:
@@ -113,7 +113,7 @@ class _Reader:
     def jsonl(self, source: Path, start: int) -> Iterator[Item]:
         with open_input(source) as fh:
             for rec in read_records(fh, str(source), strict=self.strict, start_line=start, errors=self.errors):
-                document = {k: v for k, v in rec.data.items() if k != "html"}
+                document = {k: v for k, v in rec.data.items() if k != "html"}  # the backend stores the clean text
                 # html wins over text, as in `zhdedup scan` and the pipeline
                 yield Item(rec.doc_id, rec.text, document, rec.path, rec.line, rec.line, rec.html)
 
@@ -164,7 +164,7 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
 
 
 async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsConfig, mode: str,
-                  checkpoint_dir: Path, restart: bool, strict: bool, pool: PreparePool[ItemJob, tuple[str, Prepared]],
+                  checkpoint_dir: Path, restart: bool, strict: bool, pool: PreparePool[ItemJob, Prepared],
                   progress: Progress | None) -> dict[str, Any]:
     client = make_async_client(es, max_retries=0)  # the backend retries with its own backoff
     stats = _Stats()
@@ -200,7 +200,7 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
 
 
 async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch, reader: _Reader, source: Path,
-                      state: Checkpoint, es: EsConfig, pool: PreparePool[ItemJob, tuple[str, Prepared]],
+                      state: Checkpoint, es: EsConfig, pool: PreparePool[ItemJob, Prepared],
                       progress: Progress | None) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     kind, at = state.identity["kind"], state.progress
@@ -220,18 +220,12 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
         items = reader.jsonl(source, at["position"])
     stream = _skip_stored(items, client, es.es_index, es.es_bulk_size, counts)
     since_flush = 0
-    judging: tuple[list[Item], asyncio.Future[list[tuple[str, Prepared] | Exception]]] | None = None
+    judging: tuple[list[Item], asyncio.Future[list[Prepared | Exception]]] | None = None
 
-    async def judge_batch(batch: list[Item], results: list[tuple[str, Prepared] | Exception]) -> None:
+    async def judge_batch(batch: list[Item], results: list[Prepared | Exception]) -> None:
         """Judge one batch in input order; the checkpoint moves after each bulk's worth of batches."""
         nonlocal since_flush
-        entries = []
-        for item, result in zip(batch, results):
-            if not isinstance(result, Exception):
-                text, prepared = result
-                if item.html is not None:
-                    item.document.setdefault("text", text)
-                entries.append((prepared, item.document))
+        entries = [(p, item.document) for item, p in zip(batch, results) if isinstance(p, Prepared)]
         outcomes = iter(await backend.judge_many(entries))
         for item, result in zip(batch, results):
             outcome = next(outcomes) if not isinstance(result, Exception) else result
@@ -278,16 +272,16 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
     return {**report, **counts, "done": True}
 
 
-def _prepare_item(fingerprinter: Fingerprinter, job: ItemJob) -> tuple[str, Prepared]:
-    """The pool's step: a page's main text (stored as ``text``), then the document prepared from it
-    with its features, also with one worker (then they are computed on the preparing thread while the
-    previous batch is looked up, not on the event loop's critical path)."""
+def _prepare_item(fingerprinter: Fingerprinter, job: ItemJob) -> Prepared:
+    """The pool's step: a page's main text, then the document prepared from it with its features, also
+    with one worker (then they are computed on the preparing thread while the previous batch is looked
+    up, not on the event loop's critical path)."""
     doc_id, text, html = job
     if html is not None:
         text = fingerprinter.cleaner.extract(html)
     prepared = fingerprinter.prepare(doc_id, text=text or "")
     prepared.features  # noqa: B018 - a cached property, evaluated for its side effect
-    return text or "", prepared
+    return prepared
 
 
 async def _batches(items: AsyncIterator[Item], size: int) -> AsyncIterator[list[Item]]:

@@ -37,6 +37,7 @@ from elasticsearch import ApiError, Elasticsearch
 
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 
+from .chinese import DEFAULT_SEARCH, SearchText
 from .scroll import PointInTime
 
 CLUSTER_FIELD = "zhdedup.cluster"
@@ -45,25 +46,27 @@ MAX_PRECISION = 40_000  # the largest precision_threshold Elasticsearch accepts
 _ZHDEDUP_SOURCE = ["zhdedup.doc_id", "zhdedup.status", "zhdedup.dup_of", "zhdedup.distance", "zhdedup.cluster"]
 
 
-def query_clause(query: str | Mapping[str, Any], fields: Sequence[str]) -> dict[str, Any]:
-    """A query string becomes "all terms in one of ``fields``", phrases ranked first.
+def query_clause(query: str | Mapping[str, Any], fields: Sequence[str], search: SearchText = DEFAULT_SEARCH) -> dict[str, Any]:
+    """A query string becomes "all its words in one of ``fields``", phrases ranked first.
 
-    The default analyzer indexes Chinese as single characters, so a plain ``match`` with OR would
-    hit nearly every document; requiring all terms and boosting the exact phrase keeps results on
-    topic.  A dict is used as the query clause itself (or its ``query`` key, for a whole body).
+    The words are jieba's (the query segmented like the stored text, see chinese.py) or the cluster's
+    analyzer's; requiring all of them, not any, keeps results on topic.  A dict is used as the
+    query clause itself (or its ``query`` key, for a whole body), unchanged.
     """
     if isinstance(query, Mapping):
         return dict(query["query"]) if "query" in query else dict(query)
-    if not query.strip():
-        raise ConfigError("empty search query")
+    words = search.query_text(query)
+    if not words:
+        raise ConfigError(f"no words to search for in {query!r}")
+    searched = search.searched(fields)
     return {"bool": {
-        "must": [{"multi_match": {"query": query, "fields": list(fields), "operator": "and"}}],
-        "should": [{"multi_match": {"query": query, "fields": list(fields), "type": "phrase", "boost": 2}}],
+        "must": [{"multi_match": {"query": words, "fields": searched, "operator": "and"}}],
+        "should": [{"multi_match": {"query": words, "fields": searched, "type": "phrase", "boost": 2}}],
     }}
 
 
 def folded_query_body(query: str | Mapping[str, Any], *, page: int = 1, size: int = 10, inner_hits: int = 0,
-                      fields: Sequence[str] = ("title", "text")) -> dict[str, Any]:
+                      fields: Sequence[str] = ("title", "text"), search: SearchText = DEFAULT_SEARCH) -> dict[str, Any]:
     """The search body (usable as is in Kibana Dev Tools) for one page of folded results."""
     if page < 1 or size < 1:
         raise ConfigError("page and size must be at least 1")
@@ -71,7 +74,7 @@ def folded_query_body(query: str | Mapping[str, Any], *, page: int = 1, size: in
         raise ConfigError("inner_hits must be >= 0")
     source = [*fields, *_ZHDEDUP_SOURCE]
     return {
-        "query": query_clause(query, fields),
+        "query": query_clause(query, fields, search),
         "collapse": {
             "field": CLUSTER_FIELD,
             # +1: the group's top hit is among its inner hits and is left out of the duplicates
@@ -88,14 +91,15 @@ def folded_query_body(query: str | Mapping[str, Any], *, page: int = 1, size: in
 
 
 def folded_search(client: Elasticsearch, index: str, query: str | Mapping[str, Any], *, page: int = 1,
-                  size: int = 10, inner_hits: int = 0, fields: Sequence[str] = ("title", "text")) -> dict[str, Any]:
+                  size: int = 10, inner_hits: int = 0, fields: Sequence[str] = ("title", "text"),
+                  search: SearchText = DEFAULT_SEARCH) -> dict[str, Any]:
     """One page of results, one hit per duplicate cluster.
 
     Returns ``total_hits`` (matching documents before folding), ``total_groups`` (after folding),
     ``pages``, and ``hits``: per group its best document, ``folded`` (how many other documents of
     the cluster match the query and were folded under it) and up to ``inner_hits`` of those.
     """
-    body = folded_query_body(query, page=page, size=size, inner_hits=inner_hits, fields=fields)
+    body = folded_query_body(query, page=page, size=size, inner_hits=inner_hits, fields=fields, search=search)
     try:
         resp = client.search(index=index, body=body)
     except ApiError as exc:
@@ -115,13 +119,14 @@ def folded_search(client: Elasticsearch, index: str, query: str | Mapping[str, A
 
 
 def iter_folded(client: Elasticsearch, index: str, query: str | Mapping[str, Any], *, batch: int = 500,
-                fields: Sequence[str] = ("title", "text"), keep_alive: str = "2m") -> Iterator[dict[str, Any]]:
+                fields: Sequence[str] = ("title", "text"), search: SearchText = DEFAULT_SEARCH,
+                keep_alive: str = "2m") -> Iterator[dict[str, Any]]:
     """Every group of a query once, in cluster-id order, without the result-window limit.
 
     Collapse allows ``search_after`` only when sorting on the collapse field alone; the point in
     time keeps the groups from shifting between batches while the index is written to.
     """
-    body = folded_query_body(query, size=batch, fields=fields)
+    body = folded_query_body(query, size=batch, fields=fields, search=search)
     del body["from"], body["aggs"]
     body["sort"] = [{CLUSTER_FIELD: "asc"}]
     body["track_total_hits"] = False
@@ -137,9 +142,13 @@ def iter_folded(client: Elasticsearch, index: str, query: str | Mapping[str, Any
 
 
 def _group(hit: dict[str, Any], inner_hits: int) -> dict[str, Any]:
+    """The group's best hit with the others under it; the cluster's original leads when it is among them,
+    so a repost is never shown above the text it repeats."""
     inner = hit.get("inner_hits", {}).get(FOLDED, {}).get("hits", {"total": {"value": 1}, "hits": []})
-    duplicates = [_doc(h) for h in inner["hits"] if h["_id"] != hit["_id"]][:inner_hits]
-    return {**_doc(hit), "folded": max(0, inner["total"]["value"] - 1), "duplicates": duplicates}
+    members = [_doc(hit), *(_doc(h) for h in inner["hits"] if h["_id"] != hit["_id"])]
+    first = next((i for i, d in enumerate(members) if d["status"] == "unique" and d["doc_id"] == d["cluster"]), 0)
+    head = members.pop(first)
+    return {**head, "folded": max(0, inner["total"]["value"] - 1), "duplicates": members[:inner_hits]}
 
 
 def _doc(hit: dict[str, Any]) -> dict[str, Any]:

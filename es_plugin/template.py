@@ -22,9 +22,10 @@ from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.errors import ConfigError, LayoutMismatchError, ZhDedupError
 from scrapy_zhdedup.judge import Verdict
 
+from .chinese import DEFAULT_SEARCH, SearchText
 from .steps import Steps, adrive, drive
 
-TEMPLATE_VERSION = 1
+TEMPLATE_VERSION = 2  # 2: the text, title, ids and zhdedup.words mapped for Chinese search; replicas 0-1
 PRIORITY = 500  # above the usual catch-all templates, so ours is the one applied to the index
 
 
@@ -40,7 +41,8 @@ def dedup_properties(layout: BandLayout) -> dict[str, Any]:
     """Mapping of the ``zhdedup`` object.  ``dynamic: strict`` turns a stray field into a visible error.
 
     Band and passage fields are only term-queried, so they keep no doc values; ``fp`` is only read
-    back from ``_source``, so it is not indexed; ``cluster`` keeps doc values for ``collapse``.
+    back from ``_source``, so it is not indexed; ``cluster`` keeps doc values for ``collapse``;
+    ``words`` is the text as jieba words (chinese.py), split on spaces only.
     """
     keyword = {"type": "keyword"}
     props: dict[str, Any] = {
@@ -50,6 +52,7 @@ def dedup_properties(layout: BandLayout) -> dict[str, Any]:
         "seen_at": {"type": "date"},
         "version": keyword,
         "passages": {"type": "keyword", "doc_values": False},
+        "words": {"type": "text", "analyzer": "whitespace"},
     }
     for name in layout.field_names:
         props[name] = {"type": "keyword", "doc_values": False}
@@ -66,11 +69,12 @@ def _body_digest(body: dict[str, Any]) -> str:
 
 
 def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any] | None = None, *,
-                  settings: dict[str, Any] | None = None) -> dict[str, Any]:
+                  shards: int = 1, search: SearchText = DEFAULT_SEARCH) -> dict[str, Any]:
     """``PUT _index_template`` body for exactly ``index`` (the pattern is the name, no wildcard).
 
-    ``user_properties`` map the item's own fields; ``settings`` default to one shard, since every
-    lookup searches all shards of the index.  The template's ``_meta`` carries a digest of the body
+    ``user_properties`` map the item's own fields, over ``search``'s mapping of the text, title and
+    ids.  One shard by default, since every lookup searches all shards of the index; replicas
+    ``0-1``, so a single node is green and a cluster keeps a copy.  The template's ``_meta`` carries a digest of the body
     so :func:`install` can tell an unchanged template without comparing ES's normalised echo of it.
     """
     if "zhdedup" in (user_properties or {}):
@@ -81,9 +85,10 @@ def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any
         "version": TEMPLATE_VERSION,
         "_meta": _meta(layout),
         "template": {
-            "settings": settings if settings is not None else {"index": {"number_of_shards": 1}},
+            "settings": {"index": {"number_of_shards": shards, "auto_expand_replicas": "0-1"}},
             "mappings": {"_meta": _meta(layout),
-                         "properties": {**(user_properties or {}), **dedup_properties(layout)}},
+                         "properties": {**search.properties(), **(user_properties or {}),
+                                        **dedup_properties(layout)}},
         },
     }
     body["_meta"]["zhdedup"]["body_sha256"] = _body_digest(body)
@@ -91,8 +96,9 @@ def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any
 
 
 def zhdedup_fields(verdict: Verdict, layout: BandLayout, seen_at: datetime, *,
-                   passages: list[int] | None = None) -> dict[str, Any]:
-    """The ``zhdedup`` sub-document for ``verdict``; ``passages`` are its passage keys (passages.py).
+                   passages: list[int] | None = None, words: str | None = None) -> dict[str, Any]:
+    """The ``zhdedup`` sub-document for ``verdict``; ``passages`` are its passage keys (passages.py),
+    ``words`` its text segmented for search (chinese.py).
 
     Exact repeats have no fingerprint (it is never computed), so they get no band fields either:
     they are found by their hash, and leaving them out of the bands keeps a much-reposted text
@@ -110,6 +116,8 @@ def zhdedup_fields(verdict: Verdict, layout: BandLayout, seen_at: datetime, *,
         out.update(layout.terms(verdict.fingerprint))
     if passages:
         out["passages"] = [format(key, "08x") for key in passages]
+    if words:
+        out["words"] = words
     return out
 
 
@@ -158,7 +166,8 @@ def check_mappings(index: str, mappings: dict[str, Any], layout: BandLayout) -> 
         actual = field["properties"] if field else {}
         expected = dedup_properties(layout)["zhdedup"]["properties"]
         wrong = [f"zhdedup.{name} is {actual.get(name, {}).get('type', 'missing')} (needs {spec['type']})"
-                 for name, spec in expected.items() if actual.get(name, {}).get("type") != spec["type"]]
+                 for name, spec in expected.items() if actual.get(name, {}).get("type") != spec["type"]
+                 and not (name == "words" and name not in actual)]  # template 1 had none: `es install` adds it
         if wrong:
             raise EsIndexError(
                 f"index {concrete!r}: mapping conflict on the zhdedup fields: {'; '.join(wrong)}. "
@@ -207,8 +216,8 @@ def _user_properties(template: dict[str, Any]) -> dict[str, Any]:
     return {name: spec for name, spec in props.items() if name != "zhdedup"}
 
 
-def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | None,
-             settings: dict[str, Any] | None, replace: bool) -> Steps:
+def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | None, shards: int,
+             search: SearchText, replace: bool) -> Steps:
     name = template_name(index)
     mappings = yield from _get_mappings(index)
     if mappings is not None:
@@ -216,7 +225,7 @@ def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | N
     current = yield from _get_template(name)
     if user_properties is None and current is not None:
         user_properties = _user_properties(current)  # re-installing must not drop the user's mapping
-    body = template_body(index, layout, user_properties, settings=settings)
+    body = template_body(index, layout, user_properties, shards=shards, search=search)
     if current is None:
         template_action = "created"
     elif current.get("_meta", {}).get("zhdedup", {}).get("body_sha256") == body["_meta"]["zhdedup"]["body_sha256"]:
@@ -271,7 +280,9 @@ def _status(index: str, layout: BandLayout | None) -> Steps:
         out["problem"] = None
     except (ZhDedupError, KeyError, TypeError, ValueError) as exc:
         out["problem"] = str(exc)
-    out["matches"] = out["problem"] is None and out["template_version"] == TEMPLATE_VERSION
+    # the index's own mapping is what lookups use; the template only shapes indices created later, and an
+    # index prepared by `dedup-index` has none
+    out["matches"] = out["problem"] is None
     count = yield lambda c: c.count(index=index)
     out["docs"] = count.body["count"]
     aggs = yield lambda c: c.search(index=index, size=0, aggs={
@@ -287,7 +298,7 @@ def _status(index: str, layout: BandLayout | None) -> Steps:
 
 
 def install(client: Elasticsearch, index: str, layout: BandLayout, user_properties: dict[str, Any] | None = None,
-            *, settings: dict[str, Any] | None = None, replace: bool = True) -> dict[str, Any]:
+            *, shards: int = 1, search: SearchText = DEFAULT_SEARCH, replace: bool = True) -> dict[str, Any]:
     """Put the template (only if missing or different) and create the index if missing; report what was done.
 
     ``user_properties=None`` keeps the item mapping of an installed template.  With ``replace=False``
@@ -295,13 +306,13 @@ def install(client: Elasticsearch, index: str, layout: BandLayout, user_properti
     so it cannot undo an administrator's ``es install``.  Raises :class:`LayoutMismatchError` or
     :class:`EsIndexError` when an existing index does not fit, before anything is changed.
     """
-    return drive(client, _install(index, layout, user_properties, settings, replace))
+    return drive(client, _install(index, layout, user_properties, shards, search, replace))
 
 
 async def ainstall(client: AsyncElasticsearch, index: str, layout: BandLayout,
-                   user_properties: dict[str, Any] | None = None, *, settings: dict[str, Any] | None = None,
-                   replace: bool = True) -> dict[str, Any]:
-    return await adrive(client, _install(index, layout, user_properties, settings, replace))
+                   user_properties: dict[str, Any] | None = None, *, shards: int = 1,
+                   search: SearchText = DEFAULT_SEARCH, replace: bool = True) -> dict[str, Any]:
+    return await adrive(client, _install(index, layout, user_properties, shards, search, replace))
 
 
 def read_meta(client: Elasticsearch, index: str) -> dict[str, Any] | None:

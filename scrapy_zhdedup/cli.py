@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import sys
 import time
 from collections import Counter
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from . import __version__
 from .config import DedupConfig, add_options, from_args
 from .engine import Deduper
 from .errors import EmptyTextError, InvalidDocumentError, ZhDedupError
@@ -74,9 +76,21 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return 0
 
 
+DESCRIPTION = "Chinese exact and near-duplicate detection: a JSONL corpus on disk (scan), an Elasticsearch index (es)."
+EXIT_CODES = """exit codes:
+  0    done
+  1    done, but not all of it: es ingest had documents rejected (dead letters), scan could judge
+       no line of its input, es status found the index does not fit, or the output pipe was closed
+  2    usage or configuration error, or an error that stopped the command (one line on stderr)
+  130  interrupted (Ctrl-C)"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="zhdedup", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress, and the traceback of an error")
+    parser = argparse.ArgumentParser(prog="zhdedup", description=DESCRIPTION, epilog=EXIT_CODES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log progress and the Elasticsearch client's requests, and the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     scan = sub.add_parser("scan", help="judge each JSONL document against all before it")
@@ -120,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # `zhdedup … | head`: stop quietly, the Python-docs way
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush of stdout cannot fail again
+        return 1
     except (ZhDedupError, OSError) as exc:  # anything else is a bug: its traceback is shown
         if args.verbose:
             logging.exception("zhdedup: error")

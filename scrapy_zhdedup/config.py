@@ -23,36 +23,43 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 PREFIX = "ZHDEDUP_"
+LAYOUT, NEAR = "layout", "near"  # DedupConfig groups: the band layout; how passage candidates are accepted
+SCRAPY_ONLY = None  # the group of settings no command offers: they only mean something in a crawl
 T = TypeVar("T", bound="DataclassInstance")
 
 
-def option(default: Any, help: str, *, flag: str = "", secret: bool = False, group: str = "") -> Any:
-    """A config field with what its command-line option needs: help text, a flag where it is not
-    ``--field-name``, ``secret`` (never show the value), ``group`` (which commands offer it).
-    A ``Literal`` type gives the choices."""
-    return dataclasses.field(default=default, metadata={"help": help, "flag": flag, "secret": secret, "group": group})
+def option(default: Any, help: str, *, flag: str = "", secret: bool = False, group: str | None = "",
+           shown: str = "") -> Any:
+    """A config field with what its setting and command-line option need: help text, a flag where it
+    is not ``--field-name``, ``secret`` (never show the value), ``group`` (which commands offer it;
+    ``None``: no command), ``shown`` (the default as documented, where the value is computed).
+    A ``Literal`` type gives the choices; a dict default is copied per instance."""
+    metadata = {"help": help, "flag": flag, "secret": secret, "group": group, "shown": shown}
+    if isinstance(default, dict):
+        return dataclasses.field(default_factory=lambda: dict(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 @dataclasses.dataclass(frozen=True)
 class DedupConfig:
     """How texts are cleaned, fingerprinted and compared."""
 
-    threshold: int = option(3, "max Hamming distance (of 64 bits) of a near repeat")
-    bands: int = option(0, "blocks each fingerprint is cut into; 0 = threshold + 2")
+    threshold: int = option(3, "max Hamming distance (of 64 bits) of a near repeat", group=LAYOUT)
+    bands: int = option(0, "blocks each fingerprint is cut into; 0 = threshold + 2", group=LAYOUT)
     features: FeatureMode = option("auto", "words: TF-IDF jieba words; chars: character shingles; auto: chars "
                                            "below --short-text-chars")
     short_text_chars: int = option(200, "'auto' uses character shingles below this many characters")
     shingle_size: int = option(3, "character n-gram size for 'chars'")
-    traditional_to_simplified: bool = option(True, "keep traditional characters as they are (no OpenCC t2s)",
+    traditional_to_simplified: bool = option(True, "convert traditional characters to simplified (OpenCC t2s) before comparing",
                                              flag="--no-t2s")
     extractor: Extractor = option("lxml", "main-text extraction from HTML (trafilatura: slower, see README)")
     max_chars: int = option(200_000, "only this many characters are fingerprinted (huge pages); exact repeats "
                                      "compare the whole text")
-    passages: bool = option(True, "find near repeats through the SimHash bands only, not shared passages",
+    passages: bool = option(True, "find near repeats through shared passages as well as the SimHash bands",
                             flag="--no-passages")
     passage_chars: int = option(20, "minimum length of a hashed sentence run")
-    passage_share: float = option(0.2, "share of a text's passages an earlier text must contain")
-    passage_threshold: int = option(12, "max Hamming distance of a candidate found through passages")
+    passage_share: float = option(0.2, "share of a text's passages an earlier text must contain", group=NEAR)
+    passage_threshold: int = option(12, "max Hamming distance of a candidate found through passages", group=NEAR)
     bloom_error_rate: float = option(0.001, "false-positive rate of the exact-repeat Bloom filter")
     bloom_capacity: int = option(100_000, "initial Bloom filter capacity; it grows past it")
 
@@ -61,20 +68,30 @@ class DedupConfig:
         return BandLayout(k=self.threshold, blocks=self.bands)
 
 
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+
+
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     """How the Scrapy pipeline reads items and what it does with duplicates."""
 
-    backend: str = "embedded"  # "embedded" | "elasticsearch" | dotted path of a backend class
-    mode: str = "drop"  # "drop" (DropItem) | "annotate" (keep, set the fields below)
-    id_field: str = "url"
-    text_field: str = "text"
-    html_field: str = "html"
-    fields: Mapping[str, str] = dataclasses.field(
-        default_factory=lambda: {"status": "dedup_status", "dup_of": "dup_of",
-                                 "distance": "dup_distance", "cluster": "cluster_id"}
-    )  # item field per annotation; drop a key to leave that annotation out
-    store_dir: str = ""  # where the embedded store is saved; default JOBDIR/zhdedup, else memory only
+    enabled: bool = option(True, "False turns the pipeline off (NotConfigured)", group=SCRAPY_ONLY)
+    backend: str = option("embedded", "`embedded`, `elasticsearch`, or the dotted path of a backend class "
+                                      "with `from_crawler`", group=SCRAPY_ONLY)
+    mode: Literal["drop", "annotate"] = option(
+        "drop", "`drop`: duplicates raise DropItem (and are not written to Elasticsearch); `annotate`: all items "
+                "pass, marked with the fields of `ZHDEDUP_FIELDS`", group=SCRAPY_ONLY)
+    drop_log_level: LogLevel = option("DEBUG", "level at which Scrapy logs a dropped duplicate (one line, no "
+                                               "item dump)", group=SCRAPY_ONLY)
+    id_field: str = option("url", "item field with the document id", group=SCRAPY_ONLY)
+    text_field: str = option("text", "item field with plain text", group=SCRAPY_ONLY)
+    html_field: str = option("html", "item field with the page (str or bytes); used before the text field",
+                             group=SCRAPY_ONLY)
+    fields: Mapping[str, str] = option(
+        {"status": "dedup_status", "dup_of": "dup_of", "distance": "dup_distance", "cluster": "cluster_id"},
+        "item field per annotation (`annotate` mode); leave a key out to skip that annotation", group=SCRAPY_ONLY)
+    store_dir: str = option("", "where the embedded store is saved and loaded", group=SCRAPY_ONLY,
+                            shown="`JOBDIR/zhdedup`, else memory only")
 
     def __post_init__(self) -> None:
         if self.mode not in ("drop", "annotate"):
@@ -84,7 +101,8 @@ class PipelineConfig:
             raise ConfigError(f"ZHDEDUP_FIELDS has unknown keys {sorted(unknown)}")
 
 
-CONNECTION, WRITING = "connection", "writing"
+CONNECTION, WRITING, SEARCH = "connection", "writing", "search"
+Analysis = Literal["jieba", "smartcn", "ik"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,8 +123,14 @@ class EsConfig:
                                           "up with them in one request", group=WRITING)
     es_max_retries: int = option(5, "retries, with exponential backoff, before a document is dead-lettered",
                                  group=WRITING)
-    es_dead_letter: str = option("", "JSONL file for documents Elasticsearch rejects for good "
-                                     "(default ./zhdedup-dead-letter.jsonl)", group=WRITING)
+    es_dead_letter: str = option("", "JSONL file for documents Elasticsearch rejects for good", group=WRITING,
+                                 shown="`./zhdedup-dead-letter.jsonl`")
+    es_text_field: str = option("text", "document field that holds the cleaned text: stored by the backend and "
+                                        "`es ingest`, searched and shown by `es search`", group=SEARCH)
+    es_analysis: Analysis = option(
+        "jieba", "how Chinese is searched: `jieba` segments texts and queries here into words searched with the "
+                 "built-in `whitespace` analyzer (any cluster); `smartcn`/`ik` use that analysis plugin of the "
+                 "cluster", group=SEARCH)
 
 
 def from_settings(cls: type[T], settings: Mapping[str, Any] | Any) -> T:
@@ -139,7 +163,7 @@ def _convert(name: str, raw: Any, hint: Any) -> Any:
             return hint(raw)
         if get_origin(hint) is Literal:
             if raw not in get_args(hint):
-                raise ValueError(raw)
+                raise ConfigError(f"{name}={raw!r} is not one of {', '.join(map(repr, get_args(hint)))}")
             return raw
         if isinstance(raw, str):  # a Mapping given as JSON (environment, command line)
             return json.loads(raw)
@@ -148,30 +172,35 @@ def _convert(name: str, raw: Any, hint: Any) -> Any:
         raise ConfigError(f"{name}={raw!r} is not a valid {getattr(hint, '__name__', hint)}") from exc
 
 
-def add_options(parser: argparse.ArgumentParser, cls: type[Any], title: str, *, groups: Collection[str] = ("",),
+def add_options(parser: argparse.ArgumentParser, cls: type[Any], title: str, *, groups: Collection[str] | None = None,
                 skip: Collection[str] = (), environment: bool = False) -> None:
-    """One option per field of ``cls`` in ``groups`` (metadata ``group``), named ``--field-name`` (without
+    """One option per field of ``cls`` in ``groups`` (metadata ``group``; None: every field a command
+    can use), named ``--field-name`` (without
     an ``es_`` prefix) unless the field gives its flag; bool fields that default to True become
     ``--no-…`` switches.  With ``environment`` an option's default is ``$ZHDEDUP_<FIELD>`` when set."""
     hints = get_type_hints(cls)
     g = parser.add_argument_group(title)
     for f in dataclasses.fields(cls):
         meta = f.metadata
-        if meta.get("group", "") not in groups or f.name in skip:
+        group = meta.get("group", "")
+        if group is SCRAPY_ONLY or (groups is not None and group not in groups) or f.name in skip:
             continue
         env = PREFIX + f.name.upper()
         default = _convert(env, os.environ[env], hints[f.name]) if environment and env in os.environ else f.default
         flag = meta["flag"] or "--" + f.name.removeprefix("es_").replace("_", "-")
-        if hints[f.name] is bool:
+        text = meta["help"].replace("`", "")  # Markdown quotes, for the README's settings table
+        if hints[f.name] is bool:  # the help says what the setting does; the switch turns it off or on
             g.add_argument(flag, dest=f.name, action="store_false" if f.default else "store_true",
-                           default=default, help=meta["help"])
+                           default=default, help=f"turn off: {text}" if f.default else text)
             continue
         where = f"; ${env}" if environment else ""
         shown = " (default %(default)s)" if f.default != "" and not meta["secret"] else ""
+        if meta["shown"]:
+            shown = f" (default {meta['shown'].replace('`', '')})"
         choices = get_args(hints[f.name]) if get_origin(hints[f.name]) is Literal else None
         g.add_argument(flag, dest=f.name, type=str if choices else hints[f.name], default=default, choices=choices,
                        metavar=None if choices else flag[2:].upper().replace("-", "_"),
-                       help=f"{meta['help']}{where}{shown}")
+                       help=f"{text}{where}{shown}")
 
 
 def from_args(cls: type[T], args: argparse.Namespace, **values: Any) -> T:
@@ -183,3 +212,18 @@ def from_args(cls: type[T], args: argparse.Namespace, **values: Any) -> T:
         return cls(**values)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid options: {exc}") from exc
+
+
+def settings_table() -> str:
+    """Every ``ZHDEDUP_*`` setting as a Markdown table, from the dataclasses (README.md holds a copy,
+    which a test compares with this, so the documentation cannot fall behind the code)."""
+    rows = ["| setting | default | meaning |", "|---|---|---|"]
+    for cls in (PipelineConfig, DedupConfig, EsConfig):
+        for f in dataclasses.fields(cls):
+            meta = f.metadata
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            shown = meta["shown"] or ("–" if default == "" else f"`{default!r}`")
+            flag = meta["flag"] or "--" + f.name.removeprefix("es_").replace("_", "-")
+            cli = f" (`{flag}`)" if meta["group"] is not None else ""
+            rows.append(f"| `{PREFIX}{f.name.upper()}`{cli} | {shown} | {meta['help']} |")
+    return "\n".join(rows) + "\n"

@@ -17,6 +17,7 @@ from elasticsearch import Elasticsearch
 from benchmarks.corpus import normalize
 from benchmarks.reposts import add_header_footer, edit_chars
 from es_plugin.backend import ElasticsearchBackend
+from es_plugin.chinese import segment
 from es_plugin.lookups import repeat_id
 from es_plugin.template import template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
@@ -282,7 +283,9 @@ class News(scrapy.Spider):
 
     def parse(self, response):
         for i, text in enumerate(TEXTS):
-            yield {"url": f"https://example.com/{i}", "text": text, "dedup_status": None, "dup_of": None,
+            body = "".join(f"<p>{p}</p>" for p in text.split("\\n"))
+            page = f"<html><body><div class='article'>{body}</div></body></html>"
+            yield {"url": f"https://example.com/{i}", "html": page, "dedup_status": None, "dup_of": None,
                    "dup_distance": None, "cluster_id": None}
 
 process = CrawlerProcess({
@@ -311,3 +314,7 @@ def test_scrapy_crawl_with_the_elasticsearch_backend(es_url: str, index: str, tm
         ("3", "unique", None)]
     es_client.indices.refresh(index=index)
     assert es_client.count(index=index)["count"] == 4
+    for hit in es_client.search(index=index, size=4)["hits"]["hits"]:  # the cleaned text, never the page
+        stored = hit["_source"]
+        assert "html" not in stored and stored["text"] and "<p>" not in stored["text"]
+        assert stored["zhdedup"]["words"].split()[:3] == segment(stored["text"]).split()[:3]

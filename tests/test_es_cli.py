@@ -61,15 +61,19 @@ def test_install_status_ingest_search_reconcile(es_url: str, index: str, news: P
 
     title = news.read_text(encoding="utf-8").split("\n")[0]
     title = json.loads(title)["title"]
-    code, out, _ = run(capsys, "es", "search", index, title, *conn, "--inner-hits", "2")
-    assert code == 0 and "near-duplicates folded" in out and "~ https://" in out
-    code, out, _ = run(capsys, "es", "search", index, title, *conn, "--json")
-    assert json.loads(out)["hits"][0]["folded"] >= 1
-    code, out, _ = run(capsys, "es", "search", index, "中国", *conn, "--all")
+    code, out, _ = run(capsys, "es", "search", title, "--index", index, *conn, "--inner-hits", "2")
+    assert code == 0 and "+2 repeats folded" in out and "~ https://" in out and "None" not in out
+    assert "(near repeat, " in out and "(original)" not in out  # the original leads its group, not under it
+    code, out, _ = run(capsys, "es", "search", title, "--index", index, *conn, "--json", "--inner-hits", "2")
+    top = json.loads(out)["hits"][0]
+    assert top["folded"] >= 1 and top["status"] == "unique" and top["doc_id"] == top["cluster"]
+    code, out, _ = run(capsys, "es", "search", "没有这样的词组合", "--index", index, *conn)
+    assert code == 0 and out == "no matches\n"
+    code, out, _ = run(capsys, "es", "search", "中国", "--index", index, *conn, "--all")
     groups = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and len({g["cluster"] for g in groups}) == len(groups)
 
-    code, out, _ = run(capsys, "es", "reconcile", index, *conn, "--dry-run", "--json")
+    code, out, _ = run(capsys, "es", "reconcile", "--index", index, *conn, "--dry-run", "--json")
     assert code == 0 and json.loads(out)["scanned"] == 24
 
 
@@ -85,27 +89,33 @@ def test_dedup_index_and_print_body(es_url: str, es_client: Elasticsearch, es_in
     monkeypatch.chdir(tmp_path)  # the default checkpoint goes to ./.zhdedup-checkpoints
     conn = ("--url", es_url)
 
-    code, out, _ = run(capsys, "es", "dedup-index", es_index, *conn, "--id-field", "url", "--dry-run", "--json")
+    code, out, _ = run(capsys, "es", "dedup-index", "--index", es_index, *conn, "--id-field", "url", "--dry-run",
+                       "--json")
     dry = json.loads(out)
     assert code == 0 and dry["dry_run"] and dry["judged"] == 24
-    code, out, _ = run(capsys, "es", "dedup-index", es_index, *conn, "--id-field", "url")
+    code, out, _ = run(capsys, "es", "dedup-index", "--index", es_index, *conn, "--id-field", "url")
     assert code == 0 and "24 judged" in out and "largest:" in out and "https://a.example/" in out
     assert (tmp_path / ".zhdedup-checkpoints" / f"dedup-index-{es_index}.json").exists()
     cluster = es_client.search(index=es_index, query={"term": {"url.keyword": "https://b.example/0"}})
     assert cluster["hits"]["hits"][0]["_source"]["zhdedup"]["dup_of"] == "https://a.example/0"
 
-    code, out, _ = run(capsys, "es", "search", es_index, "新闻", "--print-body", "--inner-hits", "3")
-    body = json.loads(out)
+    code, out, _ = run(capsys, "es", "status", "--index", es_index, *conn)  # no template: dedup-index needs none
+    assert code == 0 and "matches:   yes" in out and "not installed" in out
+
+    code, out, _ = run(capsys, "es", "search", "新闻", "--index", es_index, "--print-body", "--inner-hits", "3")
+    first, *body_lines, last = out.splitlines()
+    body = json.loads("\n".join(body_lines))
+    assert first.startswith("curl ") and f"/{es_index}/_search" in first and last == "JSON"
     assert body["collapse"]["field"] == "zhdedup.cluster" and body["collapse"]["inner_hits"]["size"] == 4
 
 
 def test_errors_are_one_clear_line(es_url: str, es_index: str, capsys: pytest.CaptureFixture[str],
                                    tmp_path: Path) -> None:
-    code, _, err = run(capsys, "es", "search", es_index, "中国", "--url", es_url)
+    code, _, err = run(capsys, "es", "search", "中国", "--index", es_index, "--url", es_url)
     assert code == 2 and "no such index" in err
     code, _, err = run(capsys, "es", "status", "--index", es_index, "--url", "http://127.0.0.1:9")
     assert code == 2 and "http://127.0.0.1:9 is not reachable" in err
     code, _, err = run(capsys, "es", "ingest", str(tmp_path / "missing.jsonl"), "--index", es_index, "--url", es_url)
     assert code == 2 and "missing.jsonl: no such file or directory" in err
-    code, _, err = run(capsys, "es", "dedup-index", es_index, "--url", es_url)
+    code, _, err = run(capsys, "es", "dedup-index", "--index", es_index, "--url", es_url)
     assert code == 2 and "no such index" in err

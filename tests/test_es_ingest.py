@@ -17,6 +17,7 @@ from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError
 from scrapy_zhdedup.jsonl import BadRecordError
+from scrapy_zhdedup.text import TextCleaner
 
 pytestmark = pytest.mark.es
 
@@ -63,7 +64,7 @@ def stored(client: Elasticsearch, index: str) -> dict[str, dict[str, Any]]:
     for h in hits:
         z = h["_source"].pop("zhdedup")
         assert z["doc_id"] not in out, f"{z['doc_id']} stored twice"
-        out[z["doc_id"]] = {**{k: z.get(k) for k in VERDICT}, "source": h["_source"]}
+        out[z["doc_id"]] = {**{k: z.get(k) for k in VERDICT}, "source": h["_source"], "words": z.get("words")}
     return out
 
 
@@ -118,9 +119,10 @@ def test_html_directory_in_gbk_and_big5(es_url: str, index: str, tmp_path: Path,
     assert got["news/c-big5.html"]["status"] in ("exact", "near") and got["news/c-big5.html"]["dup_of"] == "c.html"
     assert got["news/b.shtml"]["status"] == "unique"
     assert got["news/b.shtml"]["source"]["title"].startswith(b.title)
-    first_sentence = b.text[:15]
-    assert first_sentence in got["news/b.shtml"]["source"]["text"]  # GBK bytes decoded right
-    assert traditional_tw(c.text)[:15] in got["news/c-big5.html"]["source"]["text"]
+    normalise = TextCleaner().normalise  # the stored text is the cleaned text that was hashed
+    assert normalise(b.text)[:15] in got["news/b.shtml"]["source"]["text"]  # GBK bytes decoded right
+    assert normalise(traditional_tw(c.text))[:15] in got["news/c-big5.html"]["source"]["text"]
+    assert "html" not in got["a.html"]["source"] and got["a.html"]["words"]
 
 
 class Interrupt(Exception):

@@ -89,8 +89,8 @@ def test_repeats_raise_a_weight_sublinearly_and_never_past_255() -> None:
 
 def test_text_of_only_single_characters_still_yields_features() -> None:
     text = "天 地 人 和 风 雨 雷 电 山 水 火 土 " * 20
-    for mode in ("auto", "words"):
-        features = Featurizer(mode)(text)  # type: ignore[arg-type]
+    for featurizer in (Featurizer("auto"), Featurizer("words")):
+        features = featurizer(text)
         assert features == Featurizer().chars(text)
         assert features
 

@@ -126,7 +126,8 @@ class DropCrawls:
     urls: list[str]
     first: Result
     second: Result  # same pages, same JOBDIR
-    log: str  # of the first crawl
+    log: str  # of the first crawl (duplicates logged at INFO)
+    second_log: str  # of the second (at the default DEBUG, under LOG_LEVEL INFO)
     workdir: Path
     expected: dict[str, tuple[str, str | None]]  # the engine's own verdicts, asked directly
 
@@ -138,10 +139,11 @@ def drop_crawls(site: tuple[str, list[Page]], tmp_path_factory: pytest.TempPathF
     urls = [base + p.path for p in pages]
     crawl = {"name": "news", "urls": urls, "item": "dict", "no_text": [base + "xinwen/notext.html"],
              "settings": {"JOBDIR": str(workdir / "job")}}
-    first, log = _crawl(workdir, [dict(crawl, out=str(workdir / "first.json"))])
-    second, _ = _crawl(workdir, [dict(crawl, out=str(workdir / "second.json"))])
+    loud = dict(crawl, settings={**crawl["settings"], "ZHDEDUP_DROP_LOG_LEVEL": "INFO"})
+    first, log = _crawl(workdir, [dict(loud, out=str(workdir / "first.json"))])
+    second, second_log = _crawl(workdir, [dict(crawl, out=str(workdir / "second.json"))])
     expected = _expected(base, pages, [u for u in urls if not u.endswith("notext.html")])
-    return DropCrawls(base, urls, first[0], second[0], log, workdir, expected)
+    return DropCrawls(base, urls, first[0], second[0], log, second_log, workdir, expected)
 
 
 def test_drop_mode_keeps_firsts_and_drops_repeats(drop_crawls: DropCrawls) -> None:
@@ -158,8 +160,10 @@ def test_drop_mode_keeps_firsts_and_drops_repeats(drop_crawls: DropCrawls) -> No
     assert set(dropped) == {u for u, (status, _) in expected.items() if status != "unique"}
     for url, reason in dropped.items():
         status, dup_of = expected[url]
-        assert reason.startswith(f"zhdedup: {status} duplicate of {dup_of} (distance ")
-        assert f"Dropped: {reason}" in drop_crawls.log
+        assert reason == f"zhdedup: {url}: {status} duplicate of {dup_of}" or (
+            status == "near" and reason.startswith(f"zhdedup: {url}: near duplicate of {dup_of} (distance "))
+        assert f"INFO: Dropped: {reason}\n" in drop_crawls.log  # one line: no item dump after it
+    assert "<html" not in drop_crawls.log.lower()
     assert base + "xinwen/empty.html" in kept and base + "xinwen/notext.html" in kept
 
 
@@ -173,7 +177,14 @@ def test_drop_mode_stats(drop_crawls: DropCrawls) -> None:
     assert stats["zhdedup/skipped/empty_text"] == 1
     assert stats["zhdedup/skipped/missing_fields"] == 1
     assert stats["item_dropped_count"] == len(first["dropped"]) == statuses.count("exact") + statuses.count("near")
+    assert stats["zhdedup/dropped/exact"] == statuses.count("exact")
+    assert stats["zhdedup/dropped/near"] == statuses.count("near")
     assert stats["item_scraped_count"] == len(drop_crawls.urls) - len(first["dropped"])
+
+
+def test_duplicates_are_dropped_at_debug_by_default(drop_crawls: DropCrawls) -> None:
+    assert drop_crawls.second["stats"]["item_dropped_count"] > 0
+    assert "Dropped:" not in drop_crawls.second_log
 
 
 def test_skipped_items_are_logged(drop_crawls: DropCrawls) -> None:
@@ -305,7 +316,7 @@ def test_item_without_the_annotation_fields_is_a_clear_error(annotate_crawls: An
 def test_backend_is_loaded_by_name_or_dotted_path(name: str, backend: str) -> None:
     pipeline = ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))
     assert type(pipeline.backend).__name__ == backend
-    pipeline.backend._pool.stop()  # type: ignore[attr-defined]
+    pipeline.backend._pool.stop()  # type: ignore[attr-defined]  # the embedded backend's own pool
 
 
 @pytest.mark.parametrize("name", ["nosuch", "scrapy_zhdedup.backends.NoSuchBackend", "no_such_module.Backend"])

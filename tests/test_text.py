@@ -62,7 +62,7 @@ def test_trafilatura_extractor_on_a_news_page() -> None:
 
 def test_unknown_extractor_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown extractor"):
-        TextCleaner(extractor="readability")  # type: ignore[arg-type]
+        TextCleaner(extractor="readability")  # type: ignore[arg-type]  # a wrong value on purpose
 
 
 def test_non_content_elements_are_dropped(cleaner: TextCleaner) -> None:

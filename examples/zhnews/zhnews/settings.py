@@ -35,6 +35,7 @@ ZHDEDUP_ENABLED = _env("ZHDEDUP_ENABLED", True)  # False: the pipeline is not lo
 ZHDEDUP_BACKEND = _env("ZHDEDUP_BACKEND", "embedded")  # "embedded" (in-process store) | "elasticsearch"
 # Default "drop" (DropItem for duplicates); the example keeps them and annotates, to report clusters.
 ZHDEDUP_MODE = _env("ZHDEDUP_MODE", "annotate")
+ZHDEDUP_DROP_LOG_LEVEL = _env("ZHDEDUP_DROP_LOG_LEVEL", "DEBUG")  # one line per dropped duplicate, at this level
 ZHDEDUP_ID_FIELD = _env("ZHDEDUP_ID_FIELD", "url")  # item field naming the document
 ZHDEDUP_TEXT_FIELD = _env("ZHDEDUP_TEXT_FIELD", "text")  # item field with plain text (if no html)
 ZHDEDUP_HTML_FIELD = _env("ZHDEDUP_HTML_FIELD", "html")  # item field with the page; wins over text
@@ -71,4 +72,6 @@ ZHDEDUP_ES_BULK_SIZE = _env("ZHDEDUP_ES_BULK_SIZE", 500)  # documents per bulk r
 ZHDEDUP_ES_FLUSH_INTERVAL = _env("ZHDEDUP_ES_FLUSH_INTERVAL", 5.0)  # seconds between flushes of a partial bulk
 ZHDEDUP_ES_BATCH_WINDOW = _env("ZHDEDUP_ES_BATCH_WINDOW", 0.05)  # longest an item waits to be looked up with others
 ZHDEDUP_ES_MAX_RETRIES = _env("ZHDEDUP_ES_MAX_RETRIES", 5)  # retries with backoff before dead-lettering
+ZHDEDUP_ES_TEXT_FIELD = _env("ZHDEDUP_ES_TEXT_FIELD", "text")  # field the cleaned text is stored in
+ZHDEDUP_ES_ANALYSIS = _env("ZHDEDUP_ES_ANALYSIS", "jieba")  # "jieba" (any cluster) | "smartcn" | "ik" (plugins)
 ZHDEDUP_ES_DEAD_LETTER = _env("ZHDEDUP_ES_DEAD_LETTER", "")  # JSONL of rejected documents; "" = ./zhdedup-dead-letter.jsonl

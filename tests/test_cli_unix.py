@@ -1,0 +1,74 @@
+"""``zhdedup`` behaves like a Unix tool: version, help for every option, one index convention, quiet closed pipes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+import pytest
+
+from scrapy_zhdedup import __version__
+from scrapy_zhdedup.cli import build_parser, main
+
+ES_COMMANDS = ("install", "status", "ingest", "search", "dedup-index", "reconcile")
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def es_commands() -> dict[str, argparse.ArgumentParser]:
+    return subparsers(subparsers(build_parser())["es"])
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out == f"zhdedup {__version__}\n"
+
+
+def test_every_option_has_help_and_the_top_help_no_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    commands = {"scan": subparsers(build_parser())["scan"], **{f"es {k}": v for k, v in es_commands().items()}}
+    for name, parser in commands.items():
+        for action in parser._actions:
+            assert action.help and action.help.strip(), f"zhdedup {name} {'/'.join(action.option_strings) or action.dest}"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "``" not in out and "exit codes:" in out
+
+
+def test_every_es_command_names_its_index_with_the_same_option() -> None:
+    for name, parser in es_commands().items():
+        index = [a for a in parser._actions if a.dest == "es_index"]
+        assert len(index) == 1 and index[0].option_strings == ["--index"], name
+        assert index[0].default == os.environ.get("ZHDEDUP_ES_INDEX", "zhdedup-docs"), name
+        positional = [a.dest for a in parser._actions if not a.option_strings]
+        assert positional in ([], ["inputs"], ["query"]), (name, positional)
+
+
+@pytest.mark.parametrize(("command", "absent"), [
+    ("search", ("threshold", "features", "passage_share", "es_bulk_size")),
+    ("status", ("features", "shingle_size", "passage_share", "es_bulk_size", "es_text_field")),
+    ("install", ("features", "passage_chars", "es_bulk_size")),
+    ("reconcile", ("features", "shingle_size", "es_text_field")),
+    ("dedup-index", ("es_analysis", "es_bulk_size")),
+])
+def test_options_only_where_they_act(command: str, absent: tuple[str, ...]) -> None:
+    dests = {a.dest for a in es_commands()[command]._actions}
+    assert not dests & set(absent), dests & set(absent)
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """As `zhdedup es search … | head` does once head has read its lines: no traceback, no error line."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will read: the first write fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "scrapy_zhdedup.cli", "es", "search", "台风 登陆", "--print-body"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 1 and proc.stderr == ""
