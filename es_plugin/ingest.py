@@ -10,8 +10,9 @@ Inputs:
 * a directory: every ``*.html``/``*.htm``/``*.shtml``/``*.xhtml`` below it, in sorted order, with the
   relative path as id, bytes decoded like a browser would (GBK and Big5 included).
 
-For HTML the main text is extracted once and judged (the engine would extract the same text from
-the page again); the backend stores the cleaned text (``--text-field``), never the raw HTML.
+For HTML the main text is extracted once, by the worker pool, and judged (the engine would extract
+the same text from the page again); the backend stores the cleaned text (``--text-field``), never
+the raw HTML.
 
 Resuming: one checkpoint file per (index, input) records how far the input was written (last line
 number, or number of files), saved only after the backend's ``flush`` returned, i.e. after
