@@ -1,9 +1,9 @@
 """Several writer processes on one index: near repeats missed because of concurrency, before and after reconcile.
 
 The labelled accuracy set (``benchmarks.corpus.build_accuracy_set``: originals, 0–3 edited reposts each,
-look-alike pairs) is dealt round-robin to 1, 2 and 4 writer processes, which start together and judge
-their share in the global order, each with its own :class:`ElasticsearchBackend` (annotate mode, so every
-document lands in the index with its verdict).  A repost whose original went to another writer is found
+look-alike pairs) is dealt round-robin to 1, 2 and 4 writer processes, which start together and each
+``es ingest`` their share in the global order (annotate mode, so every document lands in the index with
+its verdict; one worker process each).  A repost whose original went to another writer is found
 only if that writer's bulk was flushed and refreshed in time; otherwise both are stored as unique, which
 ``es_plugin.reconcile`` repairs afterwards.
 
@@ -18,19 +18,21 @@ what the engine itself misses.
 from __future__ import annotations
 
 import argparse
-import asyncio
+import json
 import multiprocessing as mp
 import os
 import queue
 import sys
+import tempfile
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from elasticsearch import Elasticsearch
 
 from benchmarks.corpus import Record, build_accuracy_set
-from es_plugin.backend import ElasticsearchBackend
+from es_plugin.ingest import ingest
 from es_plugin.reconcile import reconcile
 from es_plugin.template import install, template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
@@ -41,25 +43,21 @@ DEDUP = DedupConfig()
 
 def writer(url: str, index: str, records: list[tuple[str, str]], bulk_size: int, flush_interval: float,
            barrier: Any, out: Any) -> None:
-    """One writer process: warm up, wait for the others, judge its records in order."""
+    """One ``es ingest`` writer process (one worker: the writers share the cores): its share as a JSONL
+    file, judged in order in batches; starts when every writer is ready."""
     warm = Fingerprinter(DEDUP)
     warm.fingerprint(warm.clean(text="预热分词词典，使各进程同时开始。"))
-    es = EsConfig(es_url=url, es_index=index, es_bulk_size=bulk_size, es_flush_interval=flush_interval,
-                  es_dead_letter=f"/tmp/{index}-{os.getpid()}-dead-letter.jsonl")
-
-    async def run() -> float:
-        backend = ElasticsearchBackend(DEDUP, es, index_duplicates=True)
-        try:
-            barrier.wait()
-            started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "share.jsonl"
+        with source.open("w", encoding="utf-8") as fh:
             for doc_id, text in records:
-                await backend.judge(doc_id, text=text, html=None, document={"url": doc_id})
-            await backend.flush()
-            return time.perf_counter() - started
-        finally:
-            await backend.close()
-
-    out.put(asyncio.run(run()))
+                fh.write(json.dumps({"id": doc_id, "text": text, "url": doc_id}, ensure_ascii=False) + "\n")
+        es = EsConfig(es_url=url, es_index=index, es_bulk_size=bulk_size, es_flush_interval=flush_interval,
+                      es_dead_letter=str(Path(tmp) / "dead-letter.jsonl"))
+        barrier.wait()
+        started = time.perf_counter()
+        ingest([source], DEDUP, es, checkpoint_dir=Path(tmp) / "ck", concurrency=1)
+        out.put(time.perf_counter() - started)
 
 
 def collect(out: Any, procs: list[Any]) -> list[float]:

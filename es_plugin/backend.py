@@ -1,13 +1,16 @@
 """Elasticsearch as the shared store: ``ZHDEDUP_BACKEND = "elasticsearch"``.
 
-Several crawler processes can judge against one index.  Per item:
+Several crawler processes can judge against one index.  Items are judged in batches (the pipeline's
+items that arrive within ``ZHDEDUP_ES_BATCH_WINDOW``, window.py; ``es ingest``'s input in order):
 
-1. clean and hash (worker thread); a local Bloom filter of hashes seen here says whether the
-   fingerprint is likely needed at all (if not, the exact lookup goes first; else both at once);
-2. the lookups (lookups.py): a realtime ``GET`` of ``_id = content hash`` and one near search;
-3. :func:`~scrapy_zhdedup.judge.judge` on :class:`~es_plugin.lookups.EsAnswers`: those answers plus
-   the documents this process buffered that searches cannot see yet; the verdict's document goes into
-   the bulk buffer (duplicates only in annotate mode), written by writer.py.
+1. clean and hash (worker thread or worker processes); a local Bloom filter of hashes seen here says
+   whether the fingerprint is likely needed (if not, the exact lookup answers alone; else both at once);
+2. the lookups (lookups.py), for the whole batch: one realtime ``mget`` of ``_id = content hash`` and
+   one ``_msearch`` of near searches;
+3. :func:`~scrapy_zhdedup.judge.judge` on :class:`~es_plugin.lookups.EsAnswers`, item by item in
+   order: those answers plus the documents this process buffered that searches cannot see yet, the
+   batch's earlier items included; the verdict's document goes into the bulk buffer (duplicates only
+   in annotate mode), written by writer.py.
 
 First copies are written with ``op_type=create`` under their hash, so two writers storing the same
 text race on one ``_id`` and the loser gets a 409: that is how exact repeats are caught across
@@ -32,13 +35,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from elastic_transport import SerializationError, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
@@ -56,9 +60,10 @@ from .buffer import BulkBuffer, PendingBatch
 from .chinese import SearchText
 from .client import EsUnavailableError, acheck_reachable, make_async_client, redact
 from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
-from .lookups import EsAnswers, EsLookups, query_passages, repeat_id
+from .lookups import EsAnswers, EsLookups, LookupItemError, query_features, query_passages, repeat_id
 from .steps import adrive
 from .template import ainstall, zhdedup_fields
+from .window import LookupWindow
 from .writer import Action, BulkWriter, EsStats, RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -66,6 +71,7 @@ T = TypeVar("T")
 
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
+MAX_LOOKUP_BATCH = 200  # items judged with one mget and one _msearch by the pipeline
 
 __all__ = ["ElasticsearchBackend", "EsUnavailableError", "LookupFailedError"]
 
@@ -99,6 +105,8 @@ class ElasticsearchBackend:
             raise ConfigError(f"ZHDEDUP_ES_BULK_SIZE must be positive, got {es.es_bulk_size}")
         if es.es_flush_interval <= 0:
             raise ConfigError(f"ZHDEDUP_ES_FLUSH_INTERVAL must be positive, got {es.es_flush_interval}")
+        if es.es_batch_window < 0:
+            raise ConfigError(f"ZHDEDUP_ES_BATCH_WINDOW must be >= 0, got {es.es_batch_window}")
         if es.es_max_retries < 0:
             raise ConfigError(f"ZHDEDUP_ES_MAX_RETRIES must be >= 0, got {es.es_max_retries}")
         _require_asyncio_reactor()
@@ -119,6 +127,7 @@ class ElasticsearchBackend:
         self._own_client = client is None
         self._fingerprinter = Fingerprinter(dedup)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zhdedup-es")
+        self._window: LookupWindow | None = None  # made on the event loop, by the first judge()
         self._bloom = ExactFilter(error_rate=dedup.bloom_error_rate, initial_capacity=dedup.bloom_capacity)
         self._started = False
         self._closed = False
@@ -165,52 +174,91 @@ class ElasticsearchBackend:
 
         ``document`` (the item's fields, without the page) is stored beside the ``zhdedup`` fields, with
         the cleaned text in ``ZHDEDUP_ES_TEXT_FIELD``; bytes values are stored decoded like a page.
-        Raises EmptyTextError for items without text, InvalidDocumentError for a document Elasticsearch
-        could not store, LookupFailedError (after dead-lettering the item) when lookups keep failing, and
+        Items arriving together are looked up together (:meth:`judge_many`, window.py).  Raises
+        EmptyTextError for items without text, InvalidDocumentError for a document Elasticsearch could
+        not store, LookupFailedError (after dead-lettering the item) when lookups keep failing, and
         DeadLetterError once documents can go nowhere.
         """
+        self._check_open()
+        prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
+        if self._window is None:
+            self._window = LookupWindow(self.judge_many, self.es.es_batch_window, MAX_LOOKUP_BATCH)
+        outcome = await self._window.submit(prepared, document)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def judge_many(self, entries: Sequence[tuple[Prepared, dict[str, Any]]]) -> list[Verdict | Exception]:
+        """Judge prepared documents in order with one ``mget`` and one ``_msearch`` for all of them.
+
+        The verdicts are those of judging them one at a time in this order: each is judged against
+        Elasticsearch's answers plus everything buffered here, which includes the entries before it.
+        A document that cannot be judged gets its exception (InvalidDocumentError, or LookupFailedError
+        after it was dead-lettered) in its place.
+        """
+        self._check_open()
+        client = await self._start()
+        outcomes: list[Verdict | Exception | None] = [None] * len(entries)
+        todo: list[tuple[int, Prepared, dict[str, Any]]] = []
+        for i, (prepared, document) in enumerate(entries):
+            try:
+                todo.append((i, prepared, self._storable(client, prepared.doc_id, document)))
+            except InvalidDocumentError as exc:
+                outcomes[i] = exc
+        # a text seen here before probably needs no fingerprint: its exact lookup is likely to answer
+        likely_new = [t for t in todo if t[1].digest not in self._bloom]
+        await self._features([p for _, p, _ in likely_new])
+        # segmented for search only when it will likely be stored: exact repeats in drop mode are not
+        stored = todo if self.index_duplicates else likely_new
+        words = dict(zip((i for i, _, _ in stored), await self._on_worker(
+            lambda: [self.search.words(p.clean) for _, p, _ in stored])))
+        with self.buffer.judging() as since:
+            try:
+                exact, near = await asyncio.gather(
+                    adrive(client, self.lookups.exact([p.digest for _, p, _ in todo])),
+                    adrive(client, self.lookups.near([query_features(p) for _, p, _ in likely_new])))
+                near_of = {i: n for (i, _, _), n in zip(likely_new, near)}
+                unanswered = [t for t, e in zip(todo, exact) if e is None and t[0] not in near_of]
+                if unanswered:
+                    await self._features([p for _, p, _ in unanswered])
+                    more = await adrive(client, self.lookups.near([query_features(p) for _, p, _ in unanswered]))
+                    near_of.update((i, n) for (i, _, _), n in zip(unanswered, more))
+            except (TransportError, ApiError, LookupItemError) as exc:
+                self.stats.inc("errors")
+                self.dead_letters.write([self.dead_letters.record(None, p.doc_id, d, "lookup", exc) for _, p, d in todo])
+                for i, prepared, _ in todo:
+                    error = LookupFailedError(
+                        f"zhdedup: looking up {prepared.doc_id!r} in Elasticsearch at {self.url} failed after "
+                        f"{self.es.es_max_retries} retries ({exc}); the item was written to {self.dead_letter_path} "
+                        f"and not judged")
+                    error.__cause__ = exc
+                    outcomes[i] = error
+                return cast("list[Verdict | Exception]", outcomes)
+            for (i, prepared, document), flushed_exact in zip(todo, exact):
+                search_words = words.get(i)
+                answers = EsAnswers(flushed_exact, near_of.get(i), self.buffer, since,
+                                    functools.partial(self._enqueue_verdict, document=document, words=search_words))
+                outcomes[i] = judge(prepared, answers)  # synchronous: nothing interleaves between decision and enqueue
+        await self.buffer.backpressure()
+        return cast("list[Verdict | Exception]", outcomes)
+
+    def _check_open(self) -> None:
         if self._closed:
             raise ZhDedupError("the Elasticsearch backend is closed")
         self.buffer.raise_if_failed()
+
+    @staticmethod
+    def _storable(client: AsyncElasticsearch, doc_id: str, document: dict[str, Any]) -> dict[str, Any]:
+        """The document as it will be stored (page bytes as text); InvalidDocumentError if it cannot be."""
         if "zhdedup" in document:
             raise InvalidDocumentError(
                 f"item {doc_id!r} has a field named 'zhdedup', which scrapy-zhdedup owns in the index")
-        client = await self._start()
-        document = {key: decode_html(value) if isinstance(value, bytes) else value
-                    for key, value in document.items()}
+        document = {key: decode_html(value) if isinstance(value, bytes) else value for key, value in document.items()}
         try:
             client.transport.serializers.get_serializer("application/json").dumps(document)
         except SerializationError as exc:
             raise InvalidDocumentError(f"item {doc_id!r} cannot be stored in Elasticsearch: {exc}") from exc
-        prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
-        digest = prepared.digest
-        # segmented for search only when it will likely be stored: exact repeats in drop mode are not
-        stored = self.index_duplicates or digest not in self._bloom
-        words = await self._on_worker(lambda: self.search.words(prepared.clean)) if stored else None
-        features = None if digest in self._bloom else await self._features(prepared)
-        with self.buffer.judging() as since:
-            try:
-                exact, near = self.buffer.exact(digest), None
-                if exact is None and features is not None:  # probably new: both lookups at once
-                    exact, near = await asyncio.gather(adrive(client, self.lookups.exact(digest)),
-                                                       adrive(client, self.lookups.near(*features)))
-                elif exact is None:  # probably seen here before: the GET likely answers alone
-                    exact = await adrive(client, self.lookups.exact(digest))
-                    if exact is None:
-                        near = await adrive(client, self.lookups.near(*await self._features(prepared)))
-            except (TransportError, ApiError) as exc:
-                self.stats.inc("errors")
-                self.dead_letters.write([self.dead_letters.record(None, doc_id, document, "lookup", exc)])
-                raise LookupFailedError(
-                    f"zhdedup: looking up {doc_id!r} in Elasticsearch at {self.url} failed after "
-                    f"{self.es.es_max_retries} retries ({exc}); the item was written to {self.dead_letter_path} "
-                    f"and not judged"
-                ) from exc
-            answers = EsAnswers(exact, near, self.buffer, since,
-                                lambda prepared, verdict: self._enqueue_verdict(prepared, verdict, document, words))
-            verdict = judge(prepared, answers)  # synchronous: nothing interleaves between decision and enqueue
-        await self.buffer.backpressure()
-        return verdict
+        return document
 
     async def flush(self) -> None:
         """Write everything buffered and wait until it is visible to searches."""
@@ -257,10 +305,11 @@ class ElasticsearchBackend:
     async def _on_worker(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
 
-    async def _features(self, prepared: Prepared) -> tuple[int, list[int]]:
-        """Fingerprint and the passage keys that stand for the text here, on the worker thread."""
-        fp, passages = await self._on_worker(lambda: prepared.features)
-        return fp, query_passages(passages)
+    async def _features(self, batch: list[Prepared]) -> None:
+        """Compute fingerprints and passage keys on the worker thread (a worker pool may have already)."""
+        missing = [p for p in batch if "features" not in p.__dict__]
+        if missing:
+            await self._on_worker(lambda: [p.features for p in missing])
 
     # -- buffer ------------------------------------------------------------------------------------
 
@@ -309,8 +358,8 @@ class ElasticsearchBackend:
             source = action.body or {}
             ours = source["zhdedup"]
             try:
-                first = await adrive(self._client, self.lookups.exact(action.id))
-            except (TransportError, ApiError) as exc:
+                [first] = await adrive(self._client, self.lookups.exact([action.id]))
+            except (TransportError, ApiError, LookupItemError) as exc:
                 self.stats.inc("errors")
                 self._dead([action], "conflict", exc)
                 continue

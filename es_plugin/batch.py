@@ -28,6 +28,7 @@ agrees with ``zhdedup scan``; the verdicts go back through writer.py as bulk par
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import time
 from collections import Counter
@@ -47,6 +48,7 @@ from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
 from scrapy_zhdedup.judge import Match, Prepared, Verdict, judge
 from scrapy_zhdedup.store import EmbeddedStore
 from scrapy_zhdedup.validate import check_id
+from scrapy_zhdedup.workers import PreparePool
 
 from .checkpoint import Checkpoint
 from .chinese import segment
@@ -119,9 +121,12 @@ class ClusterReport:
 
 def dedup_index(client: Elasticsearch, index: str, dedup_cfg: DedupConfig, *, text_field: str = "text",
                 html_field: str | None = None, id_field: str | None = None, dry_run: bool = False,
-                checkpoint: Path | None = None, batch_size: int = 500,
+                checkpoint: Path | None = None, batch_size: int = 500, workers: int | None = None,
                 progress: Progress | None = None) -> dict[str, Any]:
     """Judge every document of ``index`` not judged yet, write ``zhdedup.*`` back, report the clusters.
+
+    Documents are cleaned and fingerprinted by ``workers`` processes (default: the machine's cores)
+    and judged here in read order, so the verdicts do not depend on ``workers``.
 
     ``progress(n)`` is called with the number of documents just judged.  With ``dry_run`` nothing is
     written (and there is nothing to resume from).
@@ -135,18 +140,18 @@ def dedup_index(client: Elasticsearch, index: str, dedup_cfg: DedupConfig, *, te
             ensure_layout(client, index, dedup_cfg.layout)
     else:
         _prepare_mapping(client, index, dedup_cfg.layout)
-    fields = _Fields(text_field, html_field, id_field, Fingerprinter(dedup_cfg))
+    fields = _Fields(text_field, html_field, id_field)
     identity = {"index": index, "dedup": dataclasses.asdict(dedup_cfg), "text_field": text_field,
                 "html_field": html_field, "id_field": id_field}
     state = Checkpoint.open(None if dry_run else checkpoint, identity, {"after": None, "skipped": {}},
                             way_out="delete it or pass another --checkpoint")
-    run = _Run(client, index, dedup_cfg.layout, fields, IndexMemory(dedup_cfg), ClusterReport(), state,
-               BulkWriter(index), dry_run)
+    run = _Run(client, index, dedup_cfg.layout, fields, Fingerprinter(dedup_cfg), IndexMemory(dedup_cfg),
+               ClusterReport(), state, BulkWriter(index), dry_run)
     started = time.perf_counter()
-    with PointInTime(client, index, refresh=True) as reader:
+    with PointInTime(client, index, refresh=True) as reader, PreparePool(dedup_cfg, _prepare_hit, workers) as pool:
         loaded = run.load(reader, batch_size)
         load_seconds = time.perf_counter() - started
-        counts = run.judge_rest(reader, batch_size, progress)
+        counts = run.judge_rest(reader, batch_size, pool, progress)
     if not dry_run:
         client.indices.refresh(index=index)
     seconds = time.perf_counter() - started
@@ -170,6 +175,7 @@ class _Run:
     index: str
     layout: BandLayout
     fields: _Fields
+    fingerprinter: Fingerprinter
     memory: IndexMemory
     clusters: ClusterReport
     state: Checkpoint
@@ -178,7 +184,7 @@ class _Run:
 
     def load(self, reader: PointInTime, batch_size: int) -> int:
         """Documents judged by an earlier run (or by the pipeline), back into memory; returns how many."""
-        fingerprinter = self.fields.fingerprinter
+        fingerprinter = self.fingerprinter
         source = ["zhdedup", *self.fields.text_fields] if fingerprinter.use_passages else ["zhdedup"]
         body = {"query": {"exists": {"field": DONE_FIELD}}, "sort": READ_SORT, "size": batch_size,
                 "_source": source, "track_total_hits": False}
@@ -187,7 +193,7 @@ class _Run:
             for hit in page:
                 try:
                     meta = hit["_source"]["zhdedup"]
-                    clean = self.fields.clean_or_none(hit["_source"])
+                    clean = self.fields.clean_or_none(fingerprinter, hit["_source"])
                     self.memory.load(meta, fingerprinter.passages(clean) if clean is not None else [])
                     self.clusters.count(meta["cluster"], meta["doc_id"])
                 except (KeyError, TypeError, ValueError) as exc:
@@ -196,33 +202,35 @@ class _Run:
             loaded += len(page)
         return loaded
 
-    def judge_rest(self, reader: PointInTime, batch_size: int, progress: Progress | None) -> Counter[str]:
+    def judge_rest(self, reader: PointInTime, batch_size: int, pool: PreparePool[tuple[_Fields, dict[str, Any]], Prepared],
+                   progress: Progress | None) -> Counter[str]:
         counts: Counter[str] = Counter()
         skipped, at = self.state.progress["skipped"], self.state.progress
         body = {"query": {"bool": {"must_not": [{"exists": {"field": DONE_FIELD}}]}}, "sort": READ_SORT,
                 "size": batch_size, "_source": self.fields.source, "track_total_hits": False}
         pending: list[Action] = []
+        # (hit, ends its page): the pool prepares ahead across pages, the updates go out page by page
+        hits, jobs = itertools.tee((hit, n == len(page)) for page in reader.pages(body, at["after"], reopen=True)
+                                   for n, hit in enumerate(page, start=1))
         try:
-            for page in reader.pages(body, at["after"], reopen=True):
-                for hit in page:
-                    if hit["_id"] in skipped:
-                        continue
-                    try:
-                        prepared = self.fields.prepare(hit)
-                    except ValueError as exc:  # EmptyTextError, or no usable id
-                        skipped[hit["_id"]] = str(exc)
-                    else:
-                        verdict = judge(prepared, self.memory)
-                        self.clusters.count(verdict.cluster, verdict.doc_id)
-                        counts[verdict.status] += 1
-                        passages = prepared.passages if verdict.status != "exact" else []
-                        pending.append(Action("update", hit["_id"], {"zhdedup": zhdedup_fields(
-                            verdict, self.layout, datetime.now(timezone.utc), passages=passages,
-                            words=segment(prepared.clean))}))
-                    at["after"] = hit["sort"]
-                    if progress is not None:
-                        progress(1)
-                self._write(pending)
+            for (hit, page_end), prepared in zip(hits, pool.map((self.fields, hit) for hit, _ in jobs)):
+                if hit["_id"] in skipped:  # skipped by an earlier run
+                    pass
+                elif isinstance(prepared, Exception):  # EmptyTextError, or no usable id
+                    skipped[hit["_id"]] = str(prepared)
+                else:
+                    verdict = judge(prepared, self.memory)
+                    self.clusters.count(verdict.cluster, verdict.doc_id)
+                    counts[verdict.status] += 1
+                    passages = prepared.passages if verdict.status != "exact" else []
+                    pending.append(Action("update", hit["_id"], {"zhdedup": zhdedup_fields(
+                        verdict, self.layout, datetime.now(timezone.utc), passages=passages,
+                        words=segment(prepared.clean))}))
+                at["after"] = hit["sort"]
+                if progress is not None:
+                    progress(1)
+                if page_end:
+                    self._write(pending)
         except BaseException:
             if pending:  # interrupted mid-page: keep what was judged, so a rerun need not redo it
                 try:
@@ -264,12 +272,12 @@ def _prepare_mapping(client: Elasticsearch, index: str, layout: BandLayout) -> N
 
 @dataclass(frozen=True)
 class _Fields:
-    """Where a document keeps its text, HTML and id, and how they become the engine's input."""
+    """Where a document keeps its text, HTML and id, and how they become the engine's input
+    (picklable: worker processes prepare hits with their own fingerprinter)."""
 
     text_field: str
     html_field: str | None
     id_field: str | None
-    fingerprinter: Fingerprinter
 
     @property
     def text_fields(self) -> list[str]:
@@ -287,18 +295,24 @@ class _Fields:
             raise EmptyTextError(f"no string in {' or '.join(repr(f) for f in self.text_fields)}")
         return text if isinstance(text, str) else None, html if isinstance(html, str) else None
 
-    def clean_or_none(self, source: dict[str, Any]) -> str | None:
+    def clean_or_none(self, fingerprinter: Fingerprinter, source: dict[str, Any]) -> str | None:
         try:
             text, html = self._inputs(source)
-            return self.fingerprinter.clean(text=text, html=html)
+            return fingerprinter.clean(text=text, html=html)
         except EmptyTextError:
             return None
 
-    def prepare(self, hit: dict[str, Any]) -> Prepared:
+    def prepare(self, fingerprinter: Fingerprinter, hit: dict[str, Any]) -> Prepared:
         source = hit.get("_source") or {}
         doc_id = check_id(_get(source, self.id_field) if self.id_field else hit["_id"])
         text, html = self._inputs(source)
-        return self.fingerprinter.prepare(doc_id, text=text, html=html)
+        return fingerprinter.prepare(doc_id, text=text, html=html)
+
+
+def _prepare_hit(fingerprinter: Fingerprinter, job: tuple[_Fields, dict[str, Any]]) -> Prepared:
+    """The worker processes' step (workers.py)."""
+    fields, hit = job
+    return fields.prepare(fingerprinter, hit)
 
 
 def _get(source: dict[str, Any], path: str) -> Any:

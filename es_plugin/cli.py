@@ -30,6 +30,7 @@ from scrapy_zhdedup.config import (
     from_args,
 )
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
+from scrapy_zhdedup.workers import add_workers_option
 
 from .chinese import SearchText
 from .client import redact
@@ -64,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where the per-input resume checkpoints live (default %(default)s)")
     p.add_argument("--restart", action="store_true", help="ignore existing checkpoints and read inputs from the start")
     p.add_argument("--concurrency", type=int, default=4,
-                   help="documents judged at once; overlaps lookups (default %(default)s, 1 = strictly in input order)")
+                   help="documents judged at once; their lookups go in one request (default %(default)s)")
     p.add_argument("--strict", action="store_true", help="stop at the first bad record instead of skipping it")
     p.set_defaults(func=_es_errors(cmd_ingest))
 
@@ -100,6 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="resume file (default .zhdedup-checkpoints/dedup-index-INDEX.json)")
     p.add_argument("--batch-size", type=int, default=500,
                    help="documents per page and per bulk of updates (default %(default)s)")
+    add_workers_option(p)
     p.add_argument("--dry-run", action="store_true", help="judge and report, write nothing")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_es_errors(cmd_dedup_index))
@@ -380,7 +382,8 @@ def cmd_dedup_index(args: argparse.Namespace) -> int:
         with _bar(total, "doc", "dedup-index") as bar:
             report = dedup_index(client, args.es_index, from_args(DedupConfig, args), text_field=args.es_text_field,
                                  html_field=args.html_field, id_field=args.id_field, dry_run=args.dry_run,
-                                 checkpoint=checkpoint, batch_size=args.batch_size, progress=bar)
+                                 checkpoint=checkpoint, batch_size=args.batch_size, workers=args.workers,
+                                 progress=bar)
     if args.json:
         _print(report)
         return 0

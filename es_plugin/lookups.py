@@ -15,9 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elasticsearch import NotFoundError
-
 from scrapy_zhdedup.bands import BandLayout
+from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.fingerprint import hamming
 from scrapy_zhdedup.judge import Match, NearRule, Prepared, Verdict, closest
 from scrapy_zhdedup.passages import votes_needed
@@ -62,45 +61,73 @@ class EsLookups:
     policy: RetryPolicy
     stats: EsStats
 
-    def exact(self, digest: str) -> Steps:
-        """Steps: the first copy of this text, by realtime GET (sees flushed documents before any refresh)."""
+    def exact(self, digests: Sequence[str]) -> Steps:
+        """Steps: the first copy of each text (or None), by one realtime ``mget`` (sees flushed
+        documents before any refresh)."""
+        if not digests:
+            return []
         self.stats.inc("lookups")
-        try:
-            response = yield from self.policy.call(
-                lambda c: c.get(index=self.index, id=digest, source_includes=_SOURCE[:2]), self.stats)
-        except NotFoundError:
-            return None
-        z = response["_source"]["zhdedup"]
-        return Match(z["doc_id"], z["cluster"], 0)
+        response = yield from self.policy.call(
+            lambda c: c.mget(index=self.index, ids=list(digests), source_includes=_SOURCE[:2], realtime=True),
+            self.stats)
+        found = []
+        for doc in response["docs"]:
+            if "error" in doc:
+                raise LookupItemError(doc["error"])
+            z = doc["_source"]["zhdedup"] if doc.get("found") else None
+            found.append(None if z is None else Match(z["doc_id"], z["cluster"], 0))
+        return found
 
-    def near(self, fp: int, passages: list[int]) -> Steps:
-        """Steps: the candidate the rule accepts and prefers, from the first page that has one."""
-        query = near_query(self.layout, fp, passages, self.rule.passage_share)
+    def near(self, features: Sequence[tuple[int, list[int]]]) -> Steps:
+        """Steps: for each ``(fingerprint, passage keys)``, the candidate the rule accepts and prefers,
+        from the first page that has one.  One ``_msearch`` per round: the first pages of all, then the
+        next pages of those whose page was full but had no accepted candidate."""
+        answers: list[Match | None] = [None] * len(features)
+        queries = [near_query(self.layout, fp, passages, self.rule.passage_share) for fp, passages in features]
+        pending = list(range(len(features)))
         offset = 0
-        while offset < MAX_RESULT_WINDOW:
+        while pending and offset < MAX_RESULT_WINDOW:
             self.stats.inc("lookups")
-            response = yield from self.policy.call(self._search(query, offset), self.stats)
-            hits = response["hits"]["hits"]
-            accepted = []
-            for hit in hits:
-                z = hit["_source"]["zhdedup"]
-                distance = hamming(int(z["fp"], 16), fp)
-                # each matched passage clause scores 1, reported by include_named_queries_score
-                matched = hit.get("matched_queries", {})
-                limit = self.rule.limit("bands" in matched, round(matched.get("passages", 0)), len(passages))
-                if distance <= limit:
-                    accepted.append((distance, (FLUSHED_AGE, z.get("seen_at", "")),
-                                     Match(z["doc_id"], z["cluster"], distance)))
-            best = closest(accepted)
-            if best is not None or len(hits) < SEARCH_PAGE:
-                return best
-            offset += SEARCH_PAGE
-        return None
+            searches: list[dict[str, Any]] = []
+            for i in pending:
+                searches += [{"index": self.index}, {
+                    "query": queries[i], "size": SEARCH_PAGE, "from": offset, "_source": _SOURCE,
+                    "track_total_hits": False}]
+            response = yield from self.policy.call(_msearch(searches), self.stats)
+            unresolved = []
+            for i, result in zip(pending, response["responses"]):
+                if "error" in result:
+                    raise LookupItemError(result["error"], result.get("status"))
+                hits = result["hits"]["hits"]
+                answers[i] = self._accept(hits, *features[i])
+                if answers[i] is None and len(hits) == SEARCH_PAGE:
+                    unresolved.append(i)
+            pending, offset = unresolved, offset + SEARCH_PAGE
+        return answers
 
-    def _search(self, query: dict[str, Any], offset: int) -> Call:
-        return lambda client: client.search(
-            index=self.index, query=query, size=SEARCH_PAGE, from_=offset, source_includes=_SOURCE,
-            track_total_hits=False, include_named_queries_score=True)
+    def _accept(self, hits: list[dict[str, Any]], fp: int, passages: list[int]) -> Match | None:
+        accepted = []
+        for hit in hits:
+            z = hit["_source"]["zhdedup"]
+            distance = hamming(int(z["fp"], 16), fp)
+            # each matched passage clause scores 1, reported by include_named_queries_score
+            matched = hit.get("matched_queries", {})
+            limit = self.rule.limit("bands" in matched, round(matched.get("passages", 0)), len(passages))
+            if distance <= limit:
+                accepted.append((distance, (FLUSHED_AGE, z.get("seen_at", "")), Match(z["doc_id"], z["cluster"], distance)))
+        return closest(accepted)
+
+
+def _msearch(searches: list[dict[str, Any]]) -> Call:
+    return lambda client: client.msearch(searches=searches, include_named_queries_score=True)
+
+
+class LookupItemError(ZhDedupError):
+    """One lookup of an ``mget``/``_msearch`` failed while the request succeeded."""
+
+    def __init__(self, error: Any, status: int | None = None) -> None:
+        super().__init__(f"Elasticsearch lookup failed ({status or ''} {error})")
+        self.status = status
 
 
 @dataclass
@@ -130,6 +157,11 @@ class EsAnswers:
 
     def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
         self.on_verdict(prepared, verdict)
+
+
+def query_features(prepared: Prepared) -> tuple[int, list[int]]:
+    """Fingerprint and the passage keys that stand for the document on Elasticsearch."""
+    return prepared.fingerprint, query_passages(prepared.passages)
 
 
 def query_passages(passages: Sequence[int]) -> list[int]:

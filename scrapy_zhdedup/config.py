@@ -119,6 +119,8 @@ class EsConfig:
     es_timeout: float = option(10.0, "seconds per request", group=CONNECTION)
     es_bulk_size: int = option(500, "documents per bulk request", group=WRITING)
     es_flush_interval: float = option(5.0, "seconds before a partly filled bulk is written", group=WRITING)
+    es_batch_window: float = option(0.05, "seconds an item may wait for others arriving meanwhile, to be looked "
+                                          "up with them in one request", group=WRITING)
     es_max_retries: int = option(5, "retries, with exponential backoff, before a document is dead-lettered",
                                  group=WRITING)
     es_dead_letter: str = option("", "JSONL file for documents not judged or not stored", group=WRITING,

@@ -31,7 +31,10 @@ _HAS_WORD = re.compile(r"[\w\u3400-\u9fff]")
 # word from outvoting the rest of the article.
 WEIGHT_SCALE = 3
 MAX_WEIGHT = 255
-_CACHE_LIMIT = 1_000_000
+# Words whose weight is cached, per process (cleared when full).  bench_caches: 20k news documents use
+# 172k distinct words (hit rate 0.98 when all fit, 0.92 at 100k); an entry costs ~145 bytes and a miss
+# ~30 µs, so 500k entries (~70 MB) keep the rate near its ceiling on long crawls at a bounded cost.
+_CACHE_LIMIT = 500_000
 
 # High-frequency function words; jieba's IDF table already down-weights them, dropping them
 # outright keeps them from voting at all.

@@ -18,7 +18,10 @@ import numpy as np
 
 BITS = 64
 _MASK = (1 << BITS) - 1
-_CACHE_LIMIT = 2_000_000
+# Feature hashes cached, per process (cleared when full).  A miss is one MD5 (~2.4 µs, bench_caches),
+# so even a hit rate of 0.89 (at 100k entries on 20k documents) costs < 0.1 ms per document; 200k
+# entries (~28 MB) is where the rate stops paying for the memory.
+_CACHE_LIMIT = 200_000
 _FLOAT32_EXACT = 1 << 24
 
 Features = Mapping[str, int]

@@ -123,6 +123,56 @@ async def test_verdicts_equal_the_embedded_engine(es_url: str, index: str, tmp_p
     assert es_client.count(index=index)["count"] == len(stream)
 
 
+async def test_batched_verdicts_equal_one_at_a_time(es_url: str, index: str, tmp_path: Path,
+                                                    es_client: Elasticsearch, texts: list[str]) -> None:
+    """Issue 11: one mget + one _msearch for a batch, whose near and exact repeats of each other and of
+    stored documents are judged as if one at a time in input order."""
+    rng = random.Random(11)
+    stored = [(f"o{i}", t) for i, t in enumerate(texts[:20])]  # flushed: found by Elasticsearch
+    batch = [(f"p{i}", t) for i, t in enumerate(texts[20:40])]  # new: their repeats are in the same batch
+    batch += [(f"n{i}", near_repost(t)) for i, t in enumerate(texts[10:40])]
+    batch += [(f"e{i}", exact_repost(t)) for i, t in enumerate(texts[15:35])]
+    rng.shuffle(batch)
+    embedded = Deduper(DEDUP)
+    expected = [(v.status, v.dup_of, v.distance) for v in (embedded.check(i, text=t) for i, t in stored + batch)]
+    assert sum(s == "near" for s, d, _ in expected[len(stored):] if d and d.startswith("p")) >= 5
+
+    async def run(name: str, batches: list[list[tuple[str, str]]]) -> tuple[list[Any], Stats]:
+        stats = Stats()
+        b = backend(es_url, name, tmp_path, stats=stats)
+        prep = b._fingerprinter.prepare
+        try:
+            await b.judge_many([(prep(i, text=t), {"url": i}) for i, t in stored])
+            await b.flush()
+            lookups_before = stats["zhdedup/es/lookups"]
+            got = []
+            for part in batches:
+                got += await b.judge_many([(prep(i, text=t), {"url": i}) for i, t in part])
+            stats["batch_lookups"] = stats["zhdedup/es/lookups"] - lookups_before
+        finally:
+            await b.close()
+        return [(v.status, v.dup_of, v.distance) for v in got], stats
+
+    one_by_one, single = await run(f"{index}-single", [[item] for item in batch])
+    together, batched = await run(index, [batch])
+    assert together == one_by_one == expected[len(stored):]
+    assert batched["batch_lookups"] <= 3 < len(batch) <= single["batch_lookups"]  # mget, _msearch, maybe a 2nd
+    es_client.options(ignore_status=404).indices.delete(index=f"{index}-single")
+
+
+async def test_pipeline_items_arriving_together_are_looked_up_together(
+        es_url: str, index: str, tmp_path: Path, texts: list[str]) -> None:
+    stats = Stats()
+    b = backend(es_url, index, tmp_path, stats=stats, es_batch_window=0.2)
+    items = [(f"o{i}", t) for i, t in enumerate(texts[:10])] + [(f"n{i}", near_repost(t)) for i, t in enumerate(texts[:10])]
+    try:
+        verdicts = await asyncio.gather(*(judge(b, doc_id, text) for doc_id, text in items))
+    finally:
+        await b.close()
+    assert verdicts[10:] == [("near", f"o{i}", verdicts[10 + i][2]) for i in range(10)]
+    assert stats["zhdedup/es/lookups"] < len(items)  # batches, not two requests per item
+
+
 @pytest.mark.parametrize("bulk_size", [1000, 3])
 async def test_concurrent_near_duplicates(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch,
                                           texts: list[str], bulk_size: int) -> None:

@@ -61,10 +61,13 @@ def docs() -> list[tuple[str, dict[str, Any]]]:
     return corpus()
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_verdicts_equal_the_engine_in_read_order(es_client: Elasticsearch, es_index: str,
-                                                 docs: list[tuple[str, dict[str, Any]]], tmp_path: Path) -> None:
+                                                 docs: list[tuple[str, dict[str, Any]]], tmp_path: Path,
+                                                 workers: int) -> None:
+    """The engine's verdicts in read order, whether 1 or 2 worker processes prepare the documents."""
     load(es_client, es_index, docs)
-    report = dedup_index(es_client, es_index, DEDUP, checkpoint=tmp_path / "ck.json", batch_size=16)
+    report = dedup_index(es_client, es_index, DEDUP, checkpoint=tmp_path / "ck.json", batch_size=16, workers=workers)
 
     deduper, expected = Deduper(DEDUP), {}
     for doc_id, source in docs:  # insertion order is _seq_no order on one shard

@@ -70,6 +70,7 @@ ZHDEDUP_ES_CA_CERTS = _env("ZHDEDUP_ES_CA_CERTS", "")  # CA bundle for https
 ZHDEDUP_ES_TIMEOUT = _env("ZHDEDUP_ES_TIMEOUT", 10.0)  # seconds per request
 ZHDEDUP_ES_BULK_SIZE = _env("ZHDEDUP_ES_BULK_SIZE", 500)  # documents per bulk request
 ZHDEDUP_ES_FLUSH_INTERVAL = _env("ZHDEDUP_ES_FLUSH_INTERVAL", 5.0)  # seconds between flushes of a partial bulk
+ZHDEDUP_ES_BATCH_WINDOW = _env("ZHDEDUP_ES_BATCH_WINDOW", 0.05)  # longest an item waits to be looked up with others
 ZHDEDUP_ES_MAX_RETRIES = _env("ZHDEDUP_ES_MAX_RETRIES", 5)  # retries with backoff before dead-lettering
 ZHDEDUP_ES_TEXT_FIELD = _env("ZHDEDUP_ES_TEXT_FIELD", "text")  # field the cleaned text is stored in
 ZHDEDUP_ES_ANALYSIS = _env("ZHDEDUP_ES_ANALYSIS", "jieba")  # "jieba" (any cluster) | "smartcn" | "ik" (plugins)

@@ -1,0 +1,64 @@
+"""Items that arrive together are looked up together.
+
+The Scrapy pipeline hands the backend one item at a time, but up to ``CONCURRENT_ITEMS`` of them are
+in flight at once.  :class:`LookupWindow` judges what it collected as one batch: one ``mget`` and one
+``_msearch`` instead of two requests per item.  Within a batch, items are judged in the order they
+arrived.  Like a database's group commit: when no batch is being looked up, an item goes at once (with
+whatever arrived in the same event-loop turn), so a lone item never waits; while one is, arrivals
+gather until it returns, but at most ``window`` seconds (or until ``limit`` are waiting).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from scrapy_zhdedup.judge import Prepared, Verdict
+
+Entry = tuple[Prepared, dict[str, Any]]
+JudgeMany = Callable[[Sequence[Entry]], Awaitable[list[Verdict | Exception]]]
+
+
+class LookupWindow:
+    def __init__(self, judge_many: JudgeMany, window: float, limit: int) -> None:
+        self._judge_many = judge_many
+        self.window, self.limit = window, limit
+        self._waiting: list[tuple[Entry, asyncio.Future[Verdict | Exception]]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._running: set[asyncio.Task[None]] = set()  # strong references until done
+
+    async def submit(self, prepared: Prepared, document: dict[str, Any]) -> Verdict | Exception:
+        """The verdict (or the exception) of this item, judged with whatever arrived with it."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Verdict | Exception] = loop.create_future()
+        self._waiting.append(((prepared, document), future))
+        if len(self._waiting) >= self.limit:
+            self._release()
+        elif self._timer is None:
+            self._timer = loop.call_later(self.window if self._running else 0, self._release)
+        return await future
+
+    def _release(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        batch, self._waiting = self._waiting, []
+        if batch:
+            task = asyncio.get_running_loop().create_task(self._judge(batch))
+            self._running.add(task)
+            task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        if self._waiting and not self._running:  # what gathered meanwhile need not wait out the window
+            self._release()
+
+    async def _judge(self, batch: list[tuple[Entry, asyncio.Future[Verdict | Exception]]]) -> None:
+        try:
+            outcomes = await self._judge_many([entry for entry, _ in batch])
+        except Exception as exc:  # e.g. the start-up check failed: every item of the batch gets it
+            outcomes = [exc] * len(batch)
+        for (_, future), outcome in zip(batch, outcomes):
+            if not future.done():
+                future.set_result(outcome)

@@ -1,0 +1,138 @@
+"""Cleaning, segmentation and fingerprints on every core; decisions stay in one process, in order.
+
+:class:`PreparePool` runs a step (``step(fingerprinter, item) -> result``, a module-level function so
+it pickles by name) in ``workers`` processes, each with its own :class:`~scrapy_zhdedup.engine.Fingerprinter`
+and caches, and yields the results **in input order**, so the caller judges exactly as it would in one
+process.  Items travel in chunks (fewer, larger messages) and at most ``window`` chunks are in flight,
+so memory stays bounded however long the input.  An error of one item (an empty text, a bad page)
+comes back as that item's value, never as a dead pool.  With ``workers=1`` the step runs in this
+process, lazily: the same results, no processes.
+
+Processes are started with ``spawn``: the callers (``es ingest``) run threads and an event loop,
+which ``fork`` would copy in an undefined state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Generic, TypeVar
+
+from .config import DedupConfig
+from .engine import Fingerprinter
+from .errors import ConfigError, ZhDedupError
+from .judge import Prepared
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+Step = Callable[[Fingerprinter, In], Out]
+Job = tuple[str, str | None, str | bytes | None]  # doc_id, text, html
+
+CHUNK = 16  # items per message to a worker
+WINDOW_PER_WORKER = 4  # chunks in flight per worker
+
+_fingerprinter: Fingerprinter | None = None  # one per worker process
+
+
+def default_workers() -> int:
+    """The machine's cores (as this process may use them)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def add_workers_option(parser: argparse.ArgumentParser) -> None:
+    """``--workers N`` for every command that prepares documents (``scan``, ``es ingest``, ``es dedup-index``)."""
+    parser.add_argument("--workers", type=int, default=default_workers(), metavar="N",
+                        help="processes that clean and fingerprint documents; verdicts are the same for "
+                             "any N (default: the machine's cores, %(default)s)")
+
+
+def prepare_job(fingerprinter: Fingerprinter, job: Job) -> Prepared:
+    """The step of ``zhdedup scan`` and ``es dedup-index``: ``(doc_id, text, html)`` → Prepared."""
+    doc_id, text, html = job
+    return fingerprinter.prepare(doc_id, text=text, html=html)
+
+
+def _travelling(result: Any) -> Any:
+    """Features of the documents in a worker's result computed now, so they travel back with them
+    (in this process they are computed lazily: exact repeats never need them)."""
+    for value in result if isinstance(result, tuple) else (result,):
+        if isinstance(value, Prepared):
+            value.features  # noqa: B018 - a cached property, evaluated to be pickled
+    return result
+
+
+def _init(config: DedupConfig) -> None:
+    global _fingerprinter
+    _fingerprinter = Fingerprinter(config)
+
+
+def _run_chunk(step: Step[In, Out], chunk: list[In]) -> list[Out | Exception]:
+    assert _fingerprinter is not None
+    return [_travelling(_guarded(step, _fingerprinter, item)) for item in chunk]
+
+
+def _guarded(step: Step[In, Out], fingerprinter: Fingerprinter, item: In) -> Out | Exception:
+    try:
+        return step(fingerprinter, item)
+    except (ZhDedupError, ValueError, OSError) as exc:  # this item's problem; a bug still propagates
+        return exc
+
+
+class PreparePool(Generic[In, Out]):
+    """``step`` over an input stream on ``workers`` processes, results in input order.
+
+    Use as a context manager (the processes stop on exit)::
+
+        with PreparePool(config, prepare_record, workers=4) as pool:
+            for record, result in zip(records, pool.map(records)): ...
+
+    ``result`` is the step's return value or the exception it raised (ZhDedupError, ValueError or
+    OSError): one bad item is one bad line.
+    """
+
+    def __init__(self, config: DedupConfig, step: Step[In, Out], workers: int | None = None,
+                 chunk: int = CHUNK) -> None:
+        self.workers = default_workers() if workers is None else workers
+        if self.workers < 1:
+            raise ConfigError(f"workers must be at least 1, got {self.workers}")
+        self.config, self.step, self.chunk = config, step, chunk
+        self._local: Fingerprinter | None = None
+        self._executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> PreparePool[In, Out]:
+        if self.workers == 1:
+            self._local = Fingerprinter(self.config)
+        else:
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=_init, initargs=(self.config,))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def map(self, items: Iterable[In]) -> Iterator[Out | Exception]:
+        """One result per item, in input order; reads ``items`` only as far as the window allows."""
+        if self._local is not None:
+            fingerprinter = self._local
+            yield from (_guarded(self.step, fingerprinter, item) for item in items)
+            return
+        if self._executor is None:
+            raise ZhDedupError("PreparePool.map used outside its with block")
+        source = iter(items)
+        in_flight: deque[Future[list[Out | Exception]]] = deque()
+        while chunk := list(itertools.islice(source, self.chunk)):
+            in_flight.append(self._executor.submit(_run_chunk, self.step, chunk))
+            if len(in_flight) >= self.workers * WINDOW_PER_WORKER:
+                yield from in_flight.popleft().result()
+        while in_flight:
+            yield from in_flight.popleft().result()

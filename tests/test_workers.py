@@ -1,0 +1,97 @@
+"""The worker pool: results in input order, errors as values, verdicts independent of the worker count."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import zhtexts
+from zhtexts import edit_chars, news_page, with_attribution
+
+from scrapy_zhdedup import DedupConfig, EmptyTextError
+from scrapy_zhdedup.engine import Deduper, Fingerprinter
+from scrapy_zhdedup.judge import Prepared, judge
+from scrapy_zhdedup.workers import Job, PreparePool, prepare_job
+
+ARTICLES = zhtexts.articles(40)
+
+
+def jobs() -> list[Job]:
+    """Originals, reposts (near and exact), a page, an empty text: in an order that mixes them."""
+    out: list[Job] = []
+    for i, a in enumerate(ARTICLES):
+        out.append((f"a{i}", a.text, None))
+        if i % 3 == 0:
+            out.append((f"n{i}", edit_chars(with_attribution(a.text), 4, seed=i), None))
+        if i % 5 == 0:
+            out.append((f"e{i}", " " + a.text, None))
+        if i % 7 == 0:
+            out.append((f"h{i}", None, news_page(a.title, a.text)))
+    out.insert(5, ("empty", "   ", None))
+    return out
+
+
+def verdicts(workers: int) -> list[tuple[str, str | None, int | None] | str]:
+    deduper = Deduper(DedupConfig())
+    out: list[tuple[str, str | None, int | None] | str] = []
+    with PreparePool(DedupConfig(), prepare_job, workers=workers, chunk=3) as pool:
+        for job, prepared in zip(jobs(), pool.map(jobs())):
+            if isinstance(prepared, Exception):
+                out.append(type(prepared).__name__)
+                continue
+            assert prepared.doc_id == job[0]  # in input order
+            v = judge(prepared, deduper.store)
+            out.append((v.status, v.dup_of, v.distance))
+    return out
+
+
+def test_two_workers_judge_exactly_like_one() -> None:
+    one = verdicts(1)
+    assert one == verdicts(2)
+    assert {v if isinstance(v, str) else v[0] for v in one} == {"unique", "near", "exact", "EmptyTextError"}
+    # and like the engine judging one document at a time
+    deduper = Deduper(DedupConfig())
+    engine = []
+    for doc_id, text, html in jobs():
+        try:
+            v = deduper.check(doc_id, text=text, html=html)
+            engine.append((v.status, v.dup_of, v.distance))
+        except EmptyTextError:
+            engine.append("EmptyTextError")
+    assert one == engine
+
+
+def _fingerprint_len(fingerprinter: Fingerprinter, text: str) -> int:
+    if text == "boom":
+        raise ValueError("bad record")
+    return len(fingerprinter.clean(text=text))
+
+
+def test_a_bad_record_is_a_value_and_the_input_is_read_lazily() -> None:
+    read: list[int] = []
+
+    def endless() -> Iterator[str]:
+        n = 0
+        while True:
+            read.append(n)
+            yield "boom" if n == 2 else "中文" * (n + 1)
+            n += 1
+
+    with PreparePool(DedupConfig(), _fingerprint_len, workers=2, chunk=4) as pool:
+        results = pool.map(endless())
+        first = [next(results) for _ in range(5)]
+    assert first[:2] == [2, 4] and isinstance(first[2], ValueError) and first[3:] == [8, 10]
+    assert len(read) <= 2 * 4 * 4 + 4 + 1  # the window: workers x 4 chunks of 4, plus one being cut
+
+
+def test_features_travel_back_from_the_workers() -> None:
+    with PreparePool(DedupConfig(), prepare_job, workers=2) as pool:
+        [prepared] = list(pool.map([("a", ARTICLES[0].text, None)]))
+    assert isinstance(prepared, Prepared) and prepared.fingerprinter is None
+    local = Fingerprinter(DedupConfig()).prepare("a", text=ARTICLES[0].text)
+    assert prepared.features == local.features
+
+
+def test_workers_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        PreparePool(DedupConfig(), prepare_job, workers=0)
