@@ -29,6 +29,8 @@ SEARCH_PAGE = 100  # candidates per search page, most shared keys first
 MAX_QUERY_PASSAGES = 512  # passage keys used per document: bounded bool clauses (max_clause_count)
 MAX_RESULT_WINDOW = 10_000  # Elasticsearch's default cap on from + size
 _SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.fp", "zhdedup.seen_at"]
+_EXACT_SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.status", "zhdedup.dup_of", "zhdedup.distance",
+                 "zhdedup.hash", "zhdedup.fp"]  # the first copy and its own verdict (for a rerun of it)
 FLUSHED_AGE = 0  # age rank of a document Elasticsearch holds: older than anything still buffered
 
 
@@ -68,14 +70,14 @@ class EsLookups:
             return []
         self.stats.inc("lookups")
         response = yield from self.policy.call(
-            lambda c: c.mget(index=self.index, ids=list(digests), source_includes=_SOURCE[:2], realtime=True),
+            lambda c: c.mget(index=self.index, ids=list(digests), source_includes=_EXACT_SOURCE, realtime=True),
             self.stats)
         found = []
         for doc in response["docs"]:
             if "error" in doc:
                 raise LookupItemError(doc["error"])
             z = doc["_source"]["zhdedup"] if doc.get("found") else None
-            found.append(None if z is None else Match(z["doc_id"], z["cluster"], 0))
+            found.append(None if z is None else Match(z["doc_id"], z["cluster"], 0, verdict=_stored_verdict(z)))
         return found
 
     def near(self, features: Sequence[tuple[int, list[int]]]) -> Steps:
@@ -152,8 +154,11 @@ class EsAnswers:
         return closest([*flushed, *self.buffer.near(fingerprint, query_passages(passages), self.since)])
 
     def previous(self, doc_id: str) -> Verdict | None:
-        """Not kept by id on Elasticsearch: ``es ingest`` skips ids already stored instead."""
-        return None
+        """The stored verdict when Elasticsearch holds this very text under this id (a crawl or an input
+        judged again); a changed text under a known id is not recognised here (``es ingest`` skips ids
+        already stored)."""
+        exact = self.flushed_exact
+        return exact.verdict if exact is not None and exact.doc_id == doc_id else None
 
     def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
         self.on_verdict(prepared, verdict)
@@ -167,3 +172,11 @@ def query_features(prepared: Prepared) -> tuple[int, list[int]]:
 def query_passages(passages: Sequence[int]) -> list[int]:
     """The passage keys that stand for a document on Elasticsearch (bounded clause count)."""
     return list(passages[:MAX_QUERY_PASSAGES])
+
+
+def _stored_verdict(z: dict[str, Any]) -> Verdict | None:
+    """The verdict recorded in a stored ``zhdedup`` object (None for one written before it was kept)."""
+    if "status" not in z or "hash" not in z:
+        return None
+    return Verdict(z["doc_id"], z["status"], z.get("dup_of"), z.get("distance"), z["cluster"], z["hash"],
+                   int(z["fp"], 16) if z.get("fp") else None)

@@ -39,6 +39,7 @@ class Match:
     cluster: str
     distance: int
     row: int = field(default=-1, compare=False)
+    verdict: Verdict | None = field(default=None, compare=False)  # its own, where the store returns it
 
 
 @dataclass(frozen=True)

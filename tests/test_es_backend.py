@@ -170,7 +170,9 @@ async def test_pipeline_items_arriving_together_are_looked_up_together(
     finally:
         await b.close()
     assert verdicts[10:] == [("near", f"o{i}", verdicts[10 + i][2]) for i in range(10)]
-    assert stats["zhdedup/es/lookups"] < len(items)  # batches, not two requests per item
+    # one at a time would be two requests per item; how many share a batch depends on how fast the
+    # items are prepared against the lookups' round trips, so only "some did" is asserted
+    assert stats["zhdedup/es/lookups"] < 2 * len(items)
 
 
 @pytest.mark.parametrize("bulk_size", [1000, 3])
@@ -318,3 +320,24 @@ def test_scrapy_crawl_with_the_elasticsearch_backend(es_url: str, index: str, tm
         stored = hit["_source"]
         assert "html" not in stored and stored["text"] and "<p>" not in stored["text"]
         assert stored["zhdedup"]["words"].split()[:3] == segment(stored["text"]).split()[:3]
+
+
+async def test_a_document_judged_again_gets_its_stored_verdict(es_url: str, index: str, tmp_path: Path,
+                                                               es_client: Elasticsearch, texts: list[str]) -> None:
+    """A recrawl (a new backend, same index) of the same ids and texts says what the first crawl said:
+    never "exact duplicate of itself". Stored documents are recognised by their own first copy; an exact
+    repeat (stored under another _id) is judged again, to the same verdict, and overwrites itself."""
+    stream = [("a", texts[0]), ("b", texts[1]), ("a-near", near_repost(texts[0])), ("a-copy", exact_repost(texts[0]))]
+    runs = []
+    for _ in range(2):
+        b = backend(es_url, index, tmp_path, annotate=True)
+        try:
+            runs.append([await b.judge(i, text=t, html=None, document={"url": i}) for i, t in stream])
+        finally:
+            await b.close()
+    before, after = runs
+    assert [v.record() for v in after] == [v.record() for v in before]
+    assert [v.status for v in before] == ["unique", "unique", "near", "exact"]
+    assert [v.rerun for v in after] == ["same", "same", "same", None]
+    es_client.indices.refresh(index=index)
+    assert es_client.count(index=index)["count"] == len(stream)  # nothing stored twice
