@@ -183,6 +183,9 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
         raise ConfigError("concurrency must be at least 1")
     kinds = []
     for source in inputs:
+        if str(source) == "-":
+            raise ZhDedupError("es ingest resumes from checkpoints, so it reads inputs it can read again: save "
+                               "standard input to a file (a .gz file is fine) and ingest that")
         if source.is_dir():
             kinds.append("html")
         elif source.is_file():

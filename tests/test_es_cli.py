@@ -119,3 +119,8 @@ def test_errors_are_one_clear_line(es_url: str, es_index: str, capsys: pytest.Ca
     assert code == 2 and "missing.jsonl: no such file or directory" in err
     code, _, err = run(capsys, "es", "dedup-index", "--index", es_index, "--url", es_url)
     assert code == 2 and "no such index" in err
+
+
+def test_ingest_of_standard_input_is_refused_with_what_to_do_instead(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["es", "ingest", "--url", "http://127.0.0.1:9", "--index", "news", "-"]) == 2
+    assert "save standard input to a file" in capsys.readouterr().err
