@@ -225,7 +225,9 @@ class ElasticsearchBackend:
                     near_of.update((i, n) for (i, _, _), n in zip(unanswered, more))
             except (TransportError, ApiError, LookupItemError) as exc:
                 self.stats.inc("errors")
-                self.dead_letters.write([self.dead_letters.record(None, p.doc_id, d, "lookup", exc) for _, p, d in todo])
+                self.dead_letters.write([  # with the cleaned text: what a replay judges (the page is not kept)
+                    self.dead_letters.record(None, p.doc_id, {**d, self.search.text_field: p.clean}, "lookup", exc)
+                    for _, p, d in todo])
                 for i, prepared, _ in todo:
                     error = LookupFailedError(
                         f"zhdedup: looking up {prepared.doc_id!r} in Elasticsearch at {self.url} failed after "

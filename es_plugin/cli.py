@@ -281,7 +281,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
           f"{report['unique']} unique, {report['exact']} exact, {report['near']} near, {report['already_stored']} "
           f"already stored, {report['bad']} bad, {report['failed']} refused again (kept in the file); "
           f"{report['other_lines']} lines for other indices kept")
-    return 1 if report["failed"] else 0
+    return 1 if report["failed"] or report["bad"] else 0
 
 
 # --- search ------------------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ ingest rerun stored them) are skipped.
 
 The file is then rewritten atomically without the lines replayed: a second replay is a no-op.
 Documents refused again are appended to the same file by the backend, so they stay for the next
-replay; lines for another index, and lines other processes append meanwhile, are kept.  If the
-replay stops (the node goes down again), only the lines whose document is now stored are dropped.
+replay; lines that cannot be judged (no text) stay as they are; lines for another index, and lines
+other processes append meanwhile, are kept.  If the replay stops (the node goes down again), only
+the lines whose document is now stored are dropped.
 """
 
 from __future__ import annotations
@@ -79,7 +80,9 @@ async def _replay(path: Path, dedup: DedupConfig, es: EsConfig, mode: str, text_
         try:
             await backend.close()
         finally:
-            done = set(range(len(records))) if finished else await _now_stored(client, es.es_index, records, mine)
+            bad = {error.line - 1 for error in errors}  # not judged: their lines stay for a look and a later replay
+            done = (set(range(len(records))) - bad if finished
+                    else await _now_stored(client, es.es_index, records, mine))
             await client.close()
             replayed = done & set(mine)
             keep_only(path, [r for i, r in enumerate(records) if i not in replayed], read_upto)

@@ -287,9 +287,12 @@ def test_ingest_through_a_node_crash_loses_nothing(fault_node: FaultNode, refere
         fault_node.restart()
         proc.wait(timeout=RUN_TIMEOUT)
     out = (tmp_path / "ingest.log").read_text(encoding="utf-8")
-    # The node was down longer than the retries last: the run must not report success.
-    assert proc.returncode != 0, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
+    if proc.returncode == 0:  # the node came back within the retries (a fast restart): all stored, no letters
+        assert not dead_lines(dead), out[-3000:]
+        assert_nothing_lost(url, index, reference)
+        return
+    # the node was down longer than the retries last: the run reported it, and recovery stores the rest
     if dead_lines(dead):  # the node may also go down between two bulks, with nothing in flight
         assert str(dead) in out, out[-3000:]
 
