@@ -202,9 +202,9 @@ def timed(n_docs: int, fn: Callable[[], Any]) -> Run:
 # --- the benchmark ------------------------------------------------------------------------------
 
 
-def contenders(url: str, path: Path, docs: Sequence[Doc], workers: int) -> dict[str, Callable[[], Run]]:
+def contenders(client: Elasticsearch, url: str, path: Path, docs: Sequence[Doc],
+               workers: int) -> dict[str, Callable[[], Run]]:
     n = len(docs)
-    client = Elasticsearch(url, request_timeout=120)
     fingerprinter = Fingerprinter(DedupConfig())  # the engine's cleaner with the default settings
 
     def clean(doc: Doc) -> str:
@@ -255,7 +255,8 @@ def run(url: str, n_docs: int, seed: int, repeat: int, workers: int) -> tuple[di
 
     client = Elasticsearch(url, request_timeout=120)
     try:
-        common.interleaved({name: keep(name, fn) for name, fn in contenders(url, path, docs, workers).items()}, repeat)
+        common.interleaved({name: keep(name, fn) for name, fn in contenders(client, url, path, docs, workers).items()},
+                           repeat)
     finally:
         for index in client.indices.get(index=f"{INDEX_PREFIX}-*", ignore_unavailable=True):
             fresh_index(client, index)
@@ -272,7 +273,7 @@ def run(url: str, n_docs: int, seed: int, repeat: int, workers: int) -> tuple[di
         results["contenders"][name] = {"docs_per_s": r.docs_per_s, "vs_scan_workers_1": r.docs_per_s / reference,
                                        "wall_docs_per_s": wall, "note": r.note,
                                        "runs": [{"wall_s": x.wall_s, "docs_per_s": x.docs_per_s} for x in runs[name]]}
-    headers = ["path", "docs/s", f"vs {REFERENCE}", "docs/s incl. start-up", "outcome (last run)"]
+    headers = ["path", "docs/s", f"vs {REFERENCE}", "docs/s incl. start-up", "outcome of the best run"]
     return results, [common.table(headers, rows)]
 
 
