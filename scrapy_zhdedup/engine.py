@@ -41,8 +41,10 @@ class Fingerprinter:
         store can keep (validate.py).
         """
         doc_id = check_id(doc_id)
+        for what, value in (("the text", text), ("the page", html)):
+            if isinstance(value, str):  # before cleaning: OpenCC and the hash encode it as UTF-8
+                check_unicode(what, value)
         clean = self.clean(text=text, html=html, encoding=encoding)
-        check_unicode("the text", clean)
         return Prepared(doc_id, clean, content_hash(clean), self)
 
     def clean(self, *, text: str | None = None, html: str | bytes | None = None,

@@ -10,6 +10,7 @@ import zhtexts
 from zhtexts import BOILERPLATE_FOOT, BOILERPLATE_HEAD, news_page
 
 from scrapy_zhdedup import DedupConfig, Deduper, EmptyTextError, Verdict
+from scrapy_zhdedup.errors import InvalidDocumentError
 from scrapy_zhdedup.fingerprint import hamming
 from scrapy_zhdedup.judge import NearRule, closest, judge
 
@@ -305,3 +306,11 @@ def test_an_id_judged_again_with_other_content_is_a_new_version(deduper: Deduper
     moved = deduper.check("b", text=a.text)  # b now carries a's first text: an exact repeat of a's old version
     assert (moved.status, moved.dup_of, moved.rerun) == ("exact", "a", "changed")
     assert deduper.check("a", text=zhtexts.edit_chars(a.text, 2, seed=3)).rerun == "same"
+
+
+def test_a_lone_surrogate_in_the_text_or_page_is_an_invalid_document(deduper: Deduper) -> None:
+    """Refused before cleaning (OpenCC would fail on it), as a bad record, with nothing remembered."""
+    for kwargs in ({"text": "正文 \udfff 更多中文内容"}, {"html": "<p>正文 \ud800 更多中文内容</p>"}):
+        with pytest.raises(InvalidDocumentError, match="lone surrogate"):
+            deduper.check("x", **kwargs)
+    assert deduper.store.judged == 0
