@@ -112,16 +112,13 @@ def minhash_lsh(shingle: int, threshold: float) -> Judge:
 
 
 LONG_METHODS: dict[str, Judge] = {
-    "ours, default (auto → words, passages, k=3)": ours(),
+    "ours, default (sketch keys + SimHash bands k=3, sketch-verified)": ours(),
     "ours, features=words": ours(features="words"),
     "ours, features=chars n=2": ours(features="chars", shingle_size=2),
     "ours, features=chars n=3": ours(features="chars", shingle_size=3),
-    "ours, passages off": ours(passages=False),
-    "ours, chars n=2, passages off": ours(features="chars", shingle_size=2, passages=False),
-    "ours, passage_threshold=10": ours(passage_threshold=10),
-    "ours, passage_threshold=14": ours(passage_threshold=14),
+    "ours, passages on": ours(passages=True),
+    "ours, similarity=0.75": ours(similarity=0.75),
     "ours, k=6": ours(threshold=6),
-    "ours, k=6, passages off": ours(threshold=6, passages=False),
     "simhash default: Simhash(text), SimhashIndex(k=3)": simhash_default,
     "naive: jieba.lcut + Simhash, SimhashIndex(k=3)": simhash_jieba,
     "datasketch: 3-gram MinHashLSH(0.5)": minhash_lsh(3, 0.5),
@@ -134,7 +131,7 @@ SHORT_METHODS: dict[str, Judge] = {
     "ours, features=words": ours(features="words"),
     "ours, features=chars n=2": ours(features="chars", shingle_size=2),
     "ours, features=chars n=3": ours(features="chars", shingle_size=3),
-    "ours, passages off": ours(passages=False),
+    "ours, passages on": ours(passages=True),
     "ours, k=6": ours(threshold=6),
     "simhash default: Simhash(text), SimhashIndex(k=3)": simhash_default,
     "naive: jieba.lcut + Simhash, SimhashIndex(k=3)": simhash_jieba,

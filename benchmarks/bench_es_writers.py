@@ -136,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds = max(collect(out, procs))
         before = scores(client, index, records)
         started = time.perf_counter()
-        result = reconcile(client, index, DEDUP.layout, passage_share=DEDUP.passage_share,
-                           passage_threshold=DEDUP.passage_threshold)
+        result = reconcile(client, index, DEDUP)
         reconcile_s = time.perf_counter() - started
         after = scores(client, index, records)
         rows.append((n, seconds, before, after, result, reconcile_s))

@@ -35,17 +35,19 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
 from benchmarks import common, recall_sets, sources, truth
-from benchmarks.bench_accuracy import minhash_lsh, ours, simhash_jieba
+from benchmarks.bench_accuracy import minhash_lsh, simhash_jieba
 from benchmarks.corpus import Record
 from benchmarks.recall_sets import Doc
-from benchmarks.sketch_judge import HostLines, Options, SketchJudge
+from scrapy_zhdedup import DedupConfig, Deduper
+from scrapy_zhdedup.errors import EmptyTextError
 
 Judge = Callable[[Sequence[Doc]], Iterator[str | None]]
+HOST_LINE_PAGES = 3
 
 
 def on_records(judge: Callable[[Sequence[Record]], Iterator[str | None]]) -> Judge:
@@ -53,28 +55,60 @@ def on_records(judge: Callable[[Sequence[Record]], Iterator[str | None]]) -> Jud
     return lambda docs: judge([Record(d.id, d.text, d.group, d.kind) for d in docs])
 
 
-PEERS: dict[str, Judge] = {
-    "zhdedup scan defaults": on_records(ours()),
-    "simhash: jieba words, SimhashIndex(k=3)": on_records(simhash_jieba),
-    "datasketch: 3-gram MinHashLSH(0.5)": on_records(minhash_lsh(3, 0.5)),
-    "datasketch: 3-gram MinHashLSH(0.7)": on_records(minhash_lsh(3, 0.7)),
-}
-PROTOTYPE = Options()
-PROTOTYPES: dict[str, Options] = {
-    "prototype: bands + passages + sketch keys, sketch-verified": PROTOTYPE,
-    "ablation: without sketch keys": replace(PROTOTYPE, sketch_keys=False),
-    "ablation: without passages": replace(PROTOTYPE, passages=False),
-    "ablation: without SimHash bands": replace(PROTOTYPE, simhash_bands=False),
-    "ablation: Hamming-verified bands/passages (today) + sketch keys": replace(PROTOTYPE, verify="hamming"),
-    "ablation: 5-grams": replace(PROTOTYPE, shingle=5),
-    "ablation: 3-grams": replace(PROTOTYPE, shingle=3),
-    "ablation: + per-host repeated lines removed": replace(PROTOTYPE, host_lines=True),
-}
+class HostLines:
+    """Streaming per-host line filter: a line that ``pages`` earlier pages of the same host already
+    had is site furniture (menus, promotions, disclaimers that leaked through extraction)."""
+
+    def __init__(self, pages: int = HOST_LINE_PAGES) -> None:
+        self.pages = pages
+        self._seen: dict[str, Counter[str]] = defaultdict(Counter)
+
+    def __call__(self, doc: Doc) -> str:
+        if not doc.host:
+            return doc.text
+        lines = doc.text.split("\n")
+        seen = self._seen[doc.host]
+        kept = [line for line in lines if seen[line] < self.pages]
+        seen.update(set(lines))
+        return "\n".join(kept) if kept else doc.text
+
+
+class Ours:
+    """The engine as ``zhdedup scan`` runs it (embedded store, in order); keeps the store's bytes per
+    indexed document by part, as ``EmbeddedStore.nbytes`` counts them."""
+
+    def __init__(self, config: DedupConfig | None = None, host_lines: bool = False) -> None:
+        self.config, self.host_lines = config or DedupConfig(), host_lines
+        self.bytes_per_doc: dict[str, float] = {}
+
+    def __call__(self, docs: Sequence[Doc]) -> Iterator[str | None]:
+        deduper = Deduper(self.config)
+        host_lines = HostLines() if self.host_lines else None
+        for doc in docs:
+            try:
+                verdict = deduper.check(doc.id, text=host_lines(doc) if host_lines else doc.text)
+            except EmptyTextError:
+                yield None
+                continue
+            yield verdict.dup_of
+        deduper.store._near.compact()  # merge the insertion buffers, as a long-running store does
+        n = max(1, len(deduper.store))
+        self.bytes_per_doc = {part: size / n for part, size in deduper.store.nbytes().items() if part != "bloom"}
 
 
 def methods() -> dict[str, Judge]:
-    """Peers and fresh prototype judges (each keeps its own memory figures)."""
-    return {**PEERS, **{name: SketchJudge(o) for name, o in PROTOTYPES.items()}}
+    """Fresh judges (each keeps its own memory figures): ours, its variants, the peers."""
+    return {
+        "zhdedup scan defaults": Ours(),
+        "ours, passages on": Ours(DedupConfig(passages=True)),
+        "ours, similarity 0.75": Ours(DedupConfig(similarity=0.75)),
+        "ours + per-host repeated lines removed": Ours(host_lines=True),
+        "simhash: jieba words, SimhashIndex(k=3)": on_records(simhash_jieba),
+        "datasketch: 3-gram MinHashLSH(0.5)": on_records(minhash_lsh(3, 0.5)),
+        "datasketch: 3-gram MinHashLSH(0.7)": on_records(minhash_lsh(3, 0.7)),
+    }
+
+
 BANDS = ((0.0, 0.7, "C ≥ 0.9, J < 0.7"), (0.7, 0.8, "J 0.7–0.8"), (0.8, 0.9, "J 0.8–0.9"),
          (0.9, 1.0, "J 0.9–1.0"), (1.0, 1.01, "J = 1"))
 
@@ -89,7 +123,7 @@ class Score:
     due: Counter[str] = field(default_factory=Counter)  # per kind: documents with an earlier group member
     bands: dict[str, tuple[int, int]] = field(default_factory=dict)  # band -> (pairs joined, pairs)
     lookalikes_merged: int = 0
-    bytes_per_doc: dict[str, float] = field(default_factory=dict)  # prototype only: memory by part
+    bytes_per_doc: dict[str, float] = field(default_factory=dict)  # ours only: store memory by part
 
     def recall_of(self, kind: str) -> float | None:
         return self.found[kind] / self.due[kind] if self.due[kind] else None
@@ -126,7 +160,7 @@ def score(docs: Sequence[Doc], judge: Judge, pairs: Sequence[truth.Pair] = ()) -
     pred = predicted_clusters(docs, links)
     p, r, f1 = pairwise(pred, [d.group for d in docs])
     s = Score(p, r, f1, len(docs) / seconds if seconds else 0.0)
-    if isinstance(judge, SketchJudge):
+    if isinstance(judge, Ours):
         s.bytes_per_doc = dict(judge.bytes_per_doc)
     seen: set[str] = set()
     for d, target in zip(docs, links):
@@ -189,9 +223,9 @@ def tables(corpus: str, set_name: str, docs: Sequence[Doc], scores: dict[str, Sc
     n_dups = sum(next(iter(scores.values())).due.values())
     head = f"{corpus} / {set_name}: {len(docs):,} documents, {n_dups:,} with an earlier duplicate"
     out = [head + "\n" + common.table(
-        ["method", "precision", "recall", "F1", "look-alikes merged", "docs/s", "sketch+keys B/doc", "index B/doc"],
+        ["method", "precision", "recall", "F1", "look-alikes merged", "docs/s", "sketch+keys B/doc", "store B/doc"],
         [[m, f"{s.precision:.3f}", f"{s.recall:.3f}", f"{s.f1:.3f}", s.lookalikes_merged, f"{s.docs_per_s:.0f}",
-          _bytes(s.bytes_per_doc, ("sketch", "sketch_keys")), _bytes(s.bytes_per_doc, tuple(s.bytes_per_doc))]
+          _bytes(s.bytes_per_doc, ("sketches", "sketch_keys")), _bytes(s.bytes_per_doc, tuple(s.bytes_per_doc))]
          for m, s in scores.items()])]
     out.append(f"{corpus} / {set_name}: recall by kind\n" + common.table(
         ["method", *kinds], [[m, *(_pct(s.recall_of(k)) for k in kinds)] for m, s in scores.items()]))
@@ -219,7 +253,7 @@ def run_corpus(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
             print(f"  [{corpus}/{set_name}] {method}: P={s.precision:.3f} R={s.recall:.3f} F1={s.f1:.3f} "
                   f"{s.docs_per_s:.0f} docs/s", flush=True)
         furniture = [d.furniture for d in docs if d.host and d.kind.startswith("retemplate")]
-        host_lines = HostLines(PROTOTYPES["ablation: + per-host repeated lines removed"].host_line_pages)
+        host_lines = HostLines()
         removed = [1 - len(host_lines(d)) / len(d.text) for d in docs]
         removed = [r for r, d in zip(removed, docs) if d.host and d.kind.startswith("retemplate")]
         entry: dict[str, Any] = {"documents": len(docs), "kinds": dict(Counter(d.kind for d in docs)),

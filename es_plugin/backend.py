@@ -52,7 +52,7 @@ from scrapy_zhdedup.bloom import ExactFilter
 from scrapy_zhdedup.config import DedupConfig, EsConfig, PipelineConfig, from_settings
 from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, StoreUnavailableError, ZhDedupError
-from scrapy_zhdedup.judge import Match, NearRule, Prepared, Verdict, judge, verdict_for
+from scrapy_zhdedup.judge import Features, Match, Prepared, Verdict, judge, verdict_for
 from scrapy_zhdedup.storemeta import fingerprint_settings
 from scrapy_zhdedup.text import decode_html
 
@@ -60,7 +60,7 @@ from .buffer import BulkBuffer, PendingBatch
 from .chinese import SearchText
 from .client import EsUnavailableError, acheck_reachable, make_async_client, redact
 from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
-from .lookups import EsAnswers, EsLookups, LookupItemError, query_features, query_passages, repeat_id
+from .lookups import EsAnswers, EsLookups, LookupItemError, query_features, repeat_id
 from .steps import adrive
 from .template import ainstall, zhdedup_fields
 from .window import LookupWindow
@@ -118,11 +118,10 @@ class ElasticsearchBackend:
         self.stats = EsStats(stats)
         self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_NAME), self.index, self.stats)
         policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
-        rule = NearRule(self.layout.k, dedup.passage_share, dedup.passage_threshold)
-        self.lookups = EsLookups(self.index, self.layout, rule, policy, self.stats)
+        self.lookups = EsLookups(self.index, self.layout, dedup.rule, dedup.passage_share, policy, self.stats)
         self.writer = BulkWriter(self.index, policy, self.stats, refresh=True)
-        self.buffer = BulkBuffer(self.layout, rule, bulk_size=es.es_bulk_size, flush_interval=es.es_flush_interval,
-                                 write=self._write)
+        self.buffer = BulkBuffer(self.layout, dedup.rule, passage_share=dedup.passage_share,
+                                 bulk_size=es.es_bulk_size, flush_interval=es.es_flush_interval, write=self._write)
         self._client = client
         self._own_client = client is None
         self._fingerprinter = Fingerprinter(dedup)
@@ -216,12 +215,12 @@ class ElasticsearchBackend:
             try:
                 exact, near = await asyncio.gather(
                     adrive(client, self.lookups.exact([p.digest for _, p, _ in todo])),
-                    adrive(client, self.lookups.near([query_features(p) for _, p, _ in likely_new])))
+                    adrive(client, self.lookups.near([query_features(p.features) for _, p, _ in likely_new])))
                 near_of = {i: n for (i, _, _), n in zip(likely_new, near)}
                 unanswered = [t for t, e in zip(todo, exact) if e is None and t[0] not in near_of]
                 if unanswered:
                     await self._features([p for _, p, _ in unanswered])
-                    more = await adrive(client, self.lookups.near([query_features(p) for _, p, _ in unanswered]))
+                    more = await adrive(client, self.lookups.near([query_features(p.features) for _, p, _ in unanswered]))
                     near_of.update((i, n) for (i, _, _), n in zip(unanswered, more))
             except (TransportError, ApiError, LookupItemError) as exc:
                 self.stats.inc("errors")
@@ -328,13 +327,13 @@ class ElasticsearchBackend:
                 self.buffer.enqueue(Action("index", repeat_id(digest, verdict.doc_id),
                                            self._source(verdict, document, words=words)))
         elif verdict.status == "unique" or self.index_duplicates:
-            passages = query_passages(prepared.passages)
-            self.buffer.open.add(digest, Match(verdict.doc_id, verdict.cluster, 0), prepared.fingerprint, passages)
-            self.buffer.enqueue(Action("create", digest, self._source(verdict, document, passages, words)))
+            features = query_features(prepared.features)
+            self.buffer.open.add(digest, Match(verdict.doc_id, verdict.cluster, 0), features)
+            self.buffer.enqueue(Action("create", digest, self._source(verdict, document, features, words)))
 
-    def _source(self, verdict: Verdict, document: dict[str, Any], passages: list[int] | None = None,
+    def _source(self, verdict: Verdict, document: dict[str, Any], features: Features | None = None,
                 words: str | None = None) -> dict[str, Any]:
-        fields = zhdedup_fields(verdict, self.layout, datetime.now(timezone.utc), passages=passages, words=words)
+        fields = zhdedup_fields(verdict, self.layout, datetime.now(timezone.utc), features=features, words=words)
         return {**document, "zhdedup": fields}
 
     # -- writing ---------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ from .checkpoint import Checkpoint
 from .chinese import segment
 from .scroll import PointInTime
 from .steps import drive
-from .template import dedup_properties, ensure_layout, read_meta, template_body, zhdedup_fields
+from .template import dedup_properties, ensure_layout, read_meta, stored_features, template_body, zhdedup_fields
 from .writer import Action, BulkWriter, describe
 
 logger = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class IndexMemory(EmbeddedStore):
     def __init__(self, config: DedupConfig) -> None:
         super().__init__(config.layout,
                          ExactFilter(error_rate=config.bloom_error_rate, initial_capacity=config.bloom_capacity),
-                         passage_share=config.passage_share, passage_threshold=config.passage_threshold)
+                         rule=config.rule, passage_share=config.passage_share)
         self.clusters: list[str] = []  # per row
 
     def cluster(self, row: int) -> str:
@@ -92,7 +92,7 @@ class IndexMemory(EmbeddedStore):
     def load(self, meta: dict[str, Any], passages: list[int]) -> None:
         """Take back a document judged earlier, from its ``zhdedup`` object and its passage keys."""
         if meta["status"] != "exact":
-            self.add(meta["doc_id"], meta["hash"], int(meta["fp"], 16), passages)
+            self.add(meta["doc_id"], meta["hash"], stored_features(meta, passages))
             self.clusters.append(meta["cluster"])
 
 
@@ -222,9 +222,9 @@ class _Run:
                     verdict = judge(prepared, self.memory)
                     self.clusters.count(verdict.cluster, verdict.doc_id)
                     counts[verdict.status] += 1
-                    passages = prepared.passages if verdict.status != "exact" else []
+                    features = prepared.features if verdict.status != "exact" else None
                     pending.append(Action("update", hit["_id"], {"zhdedup": zhdedup_fields(
-                        verdict, self.layout, datetime.now(timezone.utc), passages=passages,
+                        verdict, self.layout, datetime.now(timezone.utc), features=features,
                         words=segment(prepared.clean))}))
                 at["after"] = hit["sort"]
                 if progress is not None:

@@ -22,14 +22,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from scrapy_zhdedup.bandindex import BandIndex
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.errors import ZhDedupError
-from scrapy_zhdedup.judge import Match, NearRule
-from scrapy_zhdedup.keytable import KeyTable
-from scrapy_zhdedup.store import nearest_with_passages
+from scrapy_zhdedup.judge import Features, Match, NearRule
+from scrapy_zhdedup.nearindex import NearIndex
 
 from .writer import Action
 
@@ -43,30 +39,30 @@ class PendingBatch:
 
     seq: int
     layout: BandLayout
+    rule: NearRule
+    passage_share: float
     actions: list[Action] = field(default_factory=list)
     hashes: dict[str, Match] = field(default_factory=dict)
     rows: list[Match] = field(default_factory=list)
     done: bool = False
 
     def __post_init__(self) -> None:
-        self.near = BandIndex(self.layout)
-        self.passages = KeyTable(np.uint32)
+        self.near = NearIndex(self.layout, self.rule, self.passage_share)
 
-    def add(self, digest: str, own: Match, fp: int, passages: list[int]) -> None:
+    def add(self, digest: str, own: Match, features: Features) -> None:
         self.hashes[digest] = own
-        row = self.near.add(fp)
-        self.passages.add_many(passages, row)
+        self.near.add(features)
         self.rows.append(own)
 
 
 class BulkBuffer:
-    def __init__(self, layout: BandLayout, rule: NearRule, *, bulk_size: int, flush_interval: float,
-                 write: Callable[[PendingBatch], Awaitable[None]]) -> None:
+    def __init__(self, layout: BandLayout, rule: NearRule, *, passage_share: float, bulk_size: int,
+                 flush_interval: float, write: Callable[[PendingBatch], Awaitable[None]]) -> None:
         """``write(batch)`` sends one sealed batch and dead-letters what fails; if it raises, writing stops."""
-        self.layout, self.rule = layout, rule
+        self.layout, self.rule, self.passage_share = layout, rule, passage_share
         self.bulk_size, self.flush_interval = bulk_size, flush_interval
         self._write = write
-        self.batches: deque[PendingBatch] = deque([PendingBatch(0, layout)])  # oldest kept .. open
+        self.batches: deque[PendingBatch] = deque([self._batch(0)])  # oldest kept .. open
         self._sealed: deque[PendingBatch] = deque()
         self._visible_upto = 0  # batches with seq below this are visible to every new lookup
         self._active: Counter[int] = Counter()  # judgements in flight, by the _visible_upto they started at
@@ -78,6 +74,9 @@ class BulkBuffer:
     @property
     def open(self) -> PendingBatch:
         return self.batches[-1]
+
+    def _batch(self, seq: int) -> PendingBatch:
+        return PendingBatch(seq, self.layout, self.rule, self.passage_share)
 
     # -- what judgements see -------------------------------------------------------------------------
 
@@ -101,17 +100,17 @@ class BulkBuffer:
                 return match
         return None
 
-    def near(self, fp: int, passages: list[int], since: int) -> list[tuple[int, Any, Match]]:
+    def near(self, features: Features, since: int) -> list[tuple[float, Any, Match]]:
         """Accepted candidates among the batches a lookup that started at ``since`` could not see."""
         found = []
         for batch in self.batches:
             if batch.seq < since:
                 continue
-            hit = nearest_with_passages(batch.near, batch.passages, fp, passages, self.rule)
+            hit = batch.near.nearest(features)
             if hit is not None:
                 row = batch.rows[hit.row]
-                found.append((hit.distance, (PENDING_AGE, batch.seq, hit.row),
-                              Match(row.doc_id, row.cluster, hit.distance)))
+                found.append((hit.similarity, (PENDING_AGE, batch.seq, hit.row),
+                              Match(row.doc_id, row.cluster, hit.distance, hit.similarity)))
         return found
 
     def _forget_written(self) -> None:
@@ -133,7 +132,7 @@ class BulkBuffer:
         if not batch.actions:
             return
         self._sealed.append(batch)
-        self.batches.append(PendingBatch(batch.seq + 1, self.layout))
+        self.batches.append(self._batch(batch.seq + 1))
         self._wake.set()
 
     async def backpressure(self) -> None:

@@ -220,9 +220,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
     with _client(args) as client, _bar(None, "doc", "reconcile") as bar:
         config = from_args(DedupConfig, args)
-        report = reconcile(client, args.es_index, config.layout, apply=not args.dry_run, delete=args.delete,
-                           progress=bar, passage_share=config.passage_share,
-                           passage_threshold=config.passage_threshold)
+        report = reconcile(client, args.es_index, config, apply=not args.dry_run, delete=args.delete, progress=bar)
     if args.json:
         _print(report)
     else:

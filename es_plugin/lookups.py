@@ -1,8 +1,9 @@
 """What the backend asks Elasticsearch, and the store :func:`~scrapy_zhdedup.judge.judge` sees.
 
 * :class:`EsLookups`: the realtime ``GET`` of ``_id = content hash`` (exact repeats, flushed by any
-  writer, refreshed or not) and the near search (``bool/should`` over the band keys and the passage
-  keys, Hamming-verified by the shared :class:`~scrapy_zhdedup.judge.NearRule`).
+  writer, refreshed or not) and the near search (``bool/should`` over the SimHash band keys, the
+  sketch keys and the passage keys: the keys of nearindex.py as keyword fields), each hit verified
+  on its stored sketch by the shared :class:`~scrapy_zhdedup.judge.NearRule`.
 * :class:`EsAnswers`: the :class:`~scrapy_zhdedup.judge.Store` of one judgement: Elasticsearch's
   answers plus the batches of this process that searches cannot see yet (buffer.py); ``remember``
   hands the verdict back to the backend to enqueue.
@@ -10,44 +11,51 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.fingerprint import hamming
-from scrapy_zhdedup.judge import Match, NearRule, Prepared, Verdict, closest
+from scrapy_zhdedup.judge import Features, Match, NearRule, Prepared, Verdict, closest
 from scrapy_zhdedup.passages import votes_needed
+from scrapy_zhdedup.sketch import Sketch, estimate_many
 
 from .buffer import BulkBuffer
 from .steps import Call, Steps
+from .template import sketch_terms
 from .writer import EsStats, RetryPolicy
 
 SEARCH_PAGE = 100  # candidates per search page, most shared keys first
 MAX_QUERY_PASSAGES = 512  # passage keys used per document: bounded bool clauses (max_clause_count)
 MAX_RESULT_WINDOW = 10_000  # Elasticsearch's default cap on from + size
-_SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.fp", "zhdedup.seen_at"]
+_SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.fp", "zhdedup.sketch", "zhdedup.seen_at"]
 _EXACT_SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.status", "zhdedup.dup_of", "zhdedup.distance",
-                 "zhdedup.hash", "zhdedup.fp"]  # the first copy and its own verdict (for a rerun of it)
+                 "zhdedup.similarity", "zhdedup.hash", "zhdedup.fp"]  # the first copy and its own verdict (for a rerun of it)
 FLUSHED_AGE = 0  # age rank of a document Elasticsearch holds: older than anything still buffered
 
 
-def near_query(layout: BandLayout, fp: int, passages: Sequence[int] = (), passage_share: float = 0.2) -> dict[str, Any]:
-    """Candidates: documents sharing a band key with ``fp`` (named ``bands``), or sharing enough of
-    ``passages`` (named ``passages``); score = number of shared keys, so near pairs come first.
-    """
-    query = {"bool": {"should": [
-        {"constant_score": {"filter": {"term": {f"zhdedup.{name}": value}}}} for name, value in layout.terms(fp).items()
-    ], "minimum_should_match": 1, "_name": "bands"}}
-    if not passages:
-        return query
-    keys = [format(key, "08x") for key in passages]
-    passage_clause = {"bool": {"should": [{"constant_score": {"filter": {"term": {"zhdedup.passages": key}}}}
-                                          for key in keys],
-                               "minimum_should_match": votes_needed(len(keys), passage_share), "_name": "passages"}}
-    return {"bool": {"should": [query, passage_clause], "minimum_should_match": 1}}
+def _shared(terms: list[tuple[str, str]], name: str, needed: int = 1) -> dict[str, Any]:
+    """Documents holding at least ``needed`` of ``terms``; each shared term scores 1."""
+    return {"bool": {"should": [{"constant_score": {"filter": {"term": {field: value}}}} for field, value in terms],
+                     "minimum_should_match": needed, "_name": name}}
+
+
+def near_query(layout: BandLayout, features: Features, passage_share: float = 0.2) -> dict[str, Any]:
+    """Candidates (nearindex.py's keys): a shared SimHash band key, a shared sketch key, or enough
+    shared passages; score = number of shared keys, so the likeliest pairs come first."""
+    clauses = [_shared([(f"zhdedup.{name}", value) for name, value in layout.terms(features.fingerprint).items()],
+                       "bands"),
+               _shared([("zhdedup.mh", key) for key in sketch_terms(features.sketch_keys)], "sketch")]
+    if features.passages:
+        keys = [("zhdedup.passages", format(key, "08x")) for key in features.passages]
+        clauses.append(_shared(keys, "passages", votes_needed(len(keys), passage_share)))
+    return {"bool": {"should": clauses, "minimum_should_match": 1}}
 
 
 def repeat_id(content_hash: str, doc_id: str) -> str:
@@ -60,6 +68,7 @@ class EsLookups:
     index: str
     layout: BandLayout
     rule: NearRule
+    passage_share: float
     policy: RetryPolicy
     stats: EsStats
 
@@ -80,12 +89,12 @@ class EsLookups:
             found.append(None if z is None else Match(z["doc_id"], z["cluster"], 0, verdict=_stored_verdict(z)))
         return found
 
-    def near(self, features: Sequence[tuple[int, list[int]]]) -> Steps:
-        """Steps: for each ``(fingerprint, passage keys)``, the candidate the rule accepts and prefers,
+    def near(self, features: Sequence[Features]) -> Steps:
+        """Steps: for each document's features, the candidate the rule accepts and prefers,
         from the first page that has one.  One ``_msearch`` per round: the first pages of all, then the
         next pages of those whose page was full but had no accepted candidate."""
         answers: list[Match | None] = [None] * len(features)
-        queries = [near_query(self.layout, fp, passages, self.rule.passage_share) for fp, passages in features]
+        queries = [near_query(self.layout, f, self.passage_share) for f in features]
         pending = list(range(len(features)))
         offset = 0
         while pending and offset < MAX_RESULT_WINDOW:
@@ -101,22 +110,27 @@ class EsLookups:
                 if "error" in result:
                     raise LookupItemError(result["error"], result.get("status"))
                 hits = result["hits"]["hits"]
-                answers[i] = self._accept(hits, *features[i])
+                answers[i] = self._accept(hits, features[i])
                 if answers[i] is None and len(hits) == SEARCH_PAGE:
                     unresolved.append(i)
             pending, offset = unresolved, offset + SEARCH_PAGE
         return answers
 
-    def _accept(self, hits: list[dict[str, Any]], fp: int, passages: list[int]) -> Match | None:
+    def _accept(self, hits: list[dict[str, Any]], features: Features) -> Match | None:
+        stored = [hit["_source"]["zhdedup"] for hit in hits]
+        stored = [z for z in stored if "sketch" in z]
+        if not stored:
+            return None
+        sketches = [Sketch.from_bytes(base64.b64decode(z["sketch"])) for z in stored]
+        overlaps = estimate_many(features.sketch, np.stack([s.values for s in sketches]),
+                                 np.array([s.shingles for s in sketches]))
         accepted = []
-        for hit in hits:
-            z = hit["_source"]["zhdedup"]
-            distance = hamming(int(z["fp"], 16), fp)
-            # each matched passage clause scores 1, reported by include_named_queries_score
-            matched = hit.get("matched_queries", {})
-            limit = self.rule.limit("bands" in matched, round(matched.get("passages", 0)), len(passages))
-            if distance <= limit:
-                accepted.append((distance, (FLUSHED_AGE, z.get("seen_at", "")), Match(z["doc_id"], z["cluster"], distance)))
+        for z, overlap in zip(stored, overlaps):
+            score = self.rule.score(overlap)
+            if score is not None:
+                distance = hamming(int(z["fp"], 16), features.fingerprint)
+                accepted.append((score, (FLUSHED_AGE, z.get("seen_at", "")),
+                                 Match(z["doc_id"], z["cluster"], distance, score)))
         return closest(accepted)
 
 
@@ -147,11 +161,11 @@ class EsAnswers:
     def find_exact(self, digest: str) -> Match | None:
         return self.flushed_exact or self.buffer.exact(digest)
 
-    def find_near(self, fingerprint: int, passages: Sequence[int], exclude: str | None = None) -> Match | None:
+    def find_near(self, features: Features, exclude: str | None = None) -> Match | None:
         """``exclude`` is never given here: :meth:`previous` knows no earlier verdicts."""
         flushed = [] if self.flushed_near is None else [
-            (self.flushed_near.distance, (FLUSHED_AGE,), self.flushed_near)]
-        return closest([*flushed, *self.buffer.near(fingerprint, query_passages(passages), self.since)])
+            (self.flushed_near.similarity, (FLUSHED_AGE,), self.flushed_near)]
+        return closest([*flushed, *self.buffer.near(query_features(features), self.since)])
 
     def previous(self, doc_id: str) -> Verdict | None:
         """The stored verdict when Elasticsearch holds this very text under this id (a crawl or an input
@@ -164,9 +178,9 @@ class EsAnswers:
         self.on_verdict(prepared, verdict)
 
 
-def query_features(prepared: Prepared) -> tuple[int, list[int]]:
-    """Fingerprint and the passage keys that stand for the document on Elasticsearch."""
-    return prepared.fingerprint, query_passages(prepared.passages)
+def query_features(features: Features) -> Features:
+    """The features that stand for a document on Elasticsearch (a bounded number of passage keys)."""
+    return features._replace(passages=query_passages(features.passages))
 
 
 def query_passages(passages: Sequence[int]) -> list[int]:
@@ -179,4 +193,4 @@ def _stored_verdict(z: dict[str, Any]) -> Verdict | None:
     if "status" not in z or "hash" not in z:
         return None
     return Verdict(z["doc_id"], z["status"], z.get("dup_of"), z.get("distance"), z["cluster"], z["hash"],
-                   int(z["fp"], 16) if z.get("fp") else None)
+                   int(z["fp"], 16) if z.get("fp") else None, similarity=z.get("similarity"))

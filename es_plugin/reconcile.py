@@ -3,8 +3,9 @@
 Each writer checks Elasticsearch and its own unwritten buffer, but not another writer's buffer, so two
 near-duplicates written by two processes within a refresh interval are both stored as unique.
 ``reconcile`` reads the whole index once in judgement order (``seen_at``, then ``doc_id``) from a
-point in time, feeds every fingerprint and its passage keys into in-memory indexes — a band and
-passage self-join with Hamming verification, never pairwise, by the same rule as the embedded store —
+point in time, feeds every document's stored features into one in-memory near index — a self-join
+on the SimHash band, sketch and passage keys, verified on the sketches, never pairwise, by the same
+rule as the embedded store (nearindex.py) —
 and marks each still-unique document that has an earlier near or exact neighbour in another cluster,
 with bulk partial updates (core APIs only, no scripts).
 Documents whose cluster was the marked document's move to the new cluster in the same pass.
@@ -15,25 +16,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
 from elasticsearch import Elasticsearch
 
-from scrapy_zhdedup.bandindex import BandIndex
-from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ZhDedupError
-from scrapy_zhdedup.judge import NearRule
-from scrapy_zhdedup.keytable import KeyTable
-from scrapy_zhdedup.store import nearest_with_passages
+from scrapy_zhdedup.judge import rounded
+from scrapy_zhdedup.nearindex import NearIndex
 
 from .scroll import PointInTime
 from .steps import drive
-from .template import ensure_layout
+from .template import ensure_layout, stored_features
 from .writer import Action, BulkWriter, describe
 
 PAGE = 5000
 BULK = 1000
-_FIELDS = ["zhdedup.fp", "zhdedup.doc_id", "zhdedup.cluster", "zhdedup.status", "zhdedup.hash", "zhdedup.passages"]
+_FIELDS = ["zhdedup.fp", "zhdedup.sketch", "zhdedup.doc_id", "zhdedup.cluster", "zhdedup.status", "zhdedup.hash",
+           "zhdedup.passages"]
 _ORDER = [{"zhdedup.seen_at": {"order": "asc", "missing": "_last"}},
           {"zhdedup.doc_id": {"order": "asc", "missing": "_last"}},
           {"_shard_doc": "asc"}]
@@ -54,23 +52,20 @@ def _scan(client: Elasticsearch, index: str, progress: Callable[[int], None] | N
                 progress(len(hits))
 
 
-def reconcile(client: Elasticsearch, index: str, layout: BandLayout, *, apply: bool = True, delete: bool = False,
-              progress: Callable[[int], None] | None = None, passage_share: float = DedupConfig.passage_share,
-              passage_threshold: int = DedupConfig.passage_threshold) -> dict[str, int]:
+def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: bool = True, delete: bool = False,
+              progress: Callable[[int], None] | None = None) -> dict[str, int]:
     """Find and mark (or, with ``delete``, remove) near/exact pairs that writers missed.
 
-    ``apply=False`` only counts; the passage settings are the writers' (``DedupConfig``).
+    ``apply=False`` only counts; ``config`` is the writers' (its layout and near rule).
     ``progress`` is called with the number of documents read per page (a tqdm bar's ``update``
     fits).  Returns the counts: ``scanned``, ``pairs`` (missed pairs found), ``marked``,
     ``reclustered`` (documents moved to the cluster their old cluster head joined), ``deleted`` and
     ``clusters`` (distinct clusters among the documents kept).
     """
-    ensure_layout(client, index, layout)
-    rule = NearRule(layout.k, passage_share, passage_threshold)
+    ensure_layout(client, index, config.layout)
     writer = BulkWriter(index)
-    near = BandIndex(layout)
-    passage_index = KeyTable(np.uint32)
-    row_doc: list[str] = []  # per BandIndex row: doc_id, effective cluster, content hash
+    near = NearIndex(config.layout, config.rule, config.passage_share)
+    row_doc: list[str] = []  # per near index row: doc_id, effective cluster, content hash
     row_cluster: list[str] = []
     row_hash: list[str] = []
     moved: dict[str, str] = {}  # old cluster id -> cluster it joined
@@ -87,11 +82,10 @@ def reconcile(client: Elasticsearch, index: str, layout: BandLayout, *, apply: b
         counts["scanned"] += 1
         stored_cluster = doc.get("cluster") or doc.get("doc_id") or doc["_id"]
         cluster = moved.get(stored_cluster, stored_cluster)
-        fp = int(doc["fp"], 16) if doc.get("fp") else None
-        passages = [int(key, 16) for key in doc.get("passages", ())]
+        features = stored_features(doc) if doc.get("sketch") else None
         match = None
-        if fp is not None and doc.get("status") == "unique":
-            match = nearest_with_passages(near, passage_index, fp, passages, rule)
+        if features is not None and doc.get("status") == "unique":
+            match = near.nearest(features)
         if match is not None and row_cluster[match.row] != cluster:
             counts["pairs"] += 1
             target = row_cluster[match.row]
@@ -103,15 +97,16 @@ def reconcile(client: Elasticsearch, index: str, layout: BandLayout, *, apply: b
                 continue
             counts["marked"] += 1
             emit(Action("update", doc["_id"], {"zhdedup": {
-                "status": status, "dup_of": row_doc[match.row], "cluster": target, "distance": match.distance}},
+                "status": status, "dup_of": row_doc[match.row], "cluster": target, "distance": match.distance,
+                "similarity": rounded(match.similarity)}},
                 index=doc["_index"]))
             cluster = target
         elif cluster != stored_cluster:
             counts["reclustered"] += 1
             emit(Action("update", doc["_id"], {"zhdedup": {"cluster": cluster}}, index=doc["_index"]))
         clusters.add(cluster)
-        if fp is not None:
-            passage_index.add_many(passages, near.add(fp))
+        if features is not None:
+            near.add(features)
             row_doc.append(doc.get("doc_id", doc["_id"]))
             row_cluster.append(cluster)
             row_hash.append(doc.get("hash", ""))

@@ -15,8 +15,10 @@ driver, so the ``es`` CLI (sync client) and the backend (async client) share eve
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -25,12 +27,13 @@ from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch, No
 from scrapy_zhdedup import __version__
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.errors import ConfigError, LayoutMismatchError, ZhDedupError
-from scrapy_zhdedup.judge import Verdict
+from scrapy_zhdedup.judge import Features, Verdict
+from scrapy_zhdedup.sketch import Sketch, band_keys
 
 from .chinese import DEFAULT_SEARCH, SearchText
 from .steps import Steps, adrive, drive
 
-TEMPLATE_VERSION = 2  # 2: the text, title, ids and zhdedup.words mapped for Chinese search; replicas 0-1
+TEMPLATE_VERSION = 3  # 3: MinHash sketch and its keys; 2: fields mapped for Chinese search; replicas 0-1
 PRIORITY = 500  # above the usual catch-all templates, so ours is the one applied to the index
 
 
@@ -45,17 +48,21 @@ def template_name(index: str) -> str:
 def dedup_properties(layout: BandLayout) -> dict[str, Any]:
     """Mapping of the ``zhdedup`` object.  ``dynamic: strict`` turns a stray field into a visible error.
 
-    Band and passage fields are only term-queried, so they keep no doc values; ``fp`` is only read
-    back from ``_source``, so it is not indexed; ``cluster`` keeps doc values for ``collapse``;
-    ``words`` is the text as jieba words (chinese.py), split on spaces only.
+    Band, sketch-key (``mh``) and passage fields are only term-queried, so they keep no doc values;
+    ``fp`` and ``sketch`` (the MinHash sketch that verifies a candidate) are only read back from
+    ``_source``, so they are not indexed; ``cluster`` keeps doc values for ``collapse``; ``words`` is
+    the text as jieba words (chinese.py), split on spaces only.
     """
     keyword = {"type": "keyword"}
     props: dict[str, Any] = {
         "fp": {"type": "keyword", "index": False},
         "hash": keyword, "doc_id": keyword, "status": keyword, "dup_of": keyword, "cluster": keyword,
         "distance": {"type": "integer"},
+        "similarity": {"type": "half_float", "index": False},
         "seen_at": {"type": "date"},
         "version": keyword,
+        "sketch": {"type": "binary"},
+        "mh": {"type": "keyword", "doc_values": False},
         "passages": {"type": "keyword", "doc_values": False},
         "words": {"type": "text", "analyzer": "whitespace"},
     }
@@ -104,13 +111,23 @@ def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any
     return body
 
 
-def zhdedup_fields(verdict: Verdict, layout: BandLayout, seen_at: datetime, *,
-                   passages: list[int] | None = None, words: str | None = None) -> dict[str, Any]:
-    """The ``zhdedup`` sub-document for ``verdict``; ``passages`` are its passage keys (passages.py),
-    ``words`` its text segmented for search (chinese.py).
+def sketch_terms(keys: Sequence[int]) -> list[str]:
+    """The sketch keys as stored in ``zhdedup.mh``."""
+    return [format(key, "08x") for key in keys]
 
-    Exact repeats have no fingerprint (it is never computed), so they get no band fields either:
-    they are found by their hash, and leaving them out of the bands keeps a much-reposted text
+
+def sketch_field(summary: Sketch) -> str:
+    """The sketch as stored in ``zhdedup.sketch`` (a ``binary`` field: base64)."""
+    return base64.b64encode(summary.to_bytes()).decode("ascii")
+
+
+def zhdedup_fields(verdict: Verdict, layout: BandLayout, seen_at: datetime, *,
+                   features: Features | None = None, words: str | None = None) -> dict[str, Any]:
+    """The ``zhdedup`` sub-document for ``verdict``; ``features`` are what later near lookups find
+    and verify it by (``lookups.query_features``), ``words`` its text segmented for search (chinese.py).
+
+    Exact repeats have no features (they are never computed), so they get no key fields either:
+    they are found by their hash, and leaving them out of the keys keeps a much-reposted text
     from swelling every later lookup's candidate list.
     """
     if seen_at.tzinfo is None:
@@ -118,16 +135,28 @@ def zhdedup_fields(verdict: Verdict, layout: BandLayout, seen_at: datetime, *,
     out: dict[str, Any] = {
         "hash": verdict.content_hash, "doc_id": verdict.doc_id, "status": verdict.status,
         "dup_of": verdict.dup_of, "cluster": verdict.cluster, "distance": verdict.distance,
-        "seen_at": seen_at.isoformat(timespec="milliseconds"), "version": __version__,
+        "similarity": verdict.similarity, "seen_at": seen_at.isoformat(timespec="milliseconds"), "version": __version__,
     }
     if verdict.fingerprint is not None:
         out["fp"] = format(verdict.fingerprint, "016x")
-        out.update(layout.terms(verdict.fingerprint))
-    if passages:
-        out["passages"] = [format(key, "08x") for key in passages]
+    if features is not None:
+        out.update(layout.terms(features.fingerprint))
+        out["sketch"] = sketch_field(features.sketch)
+        out["mh"] = sketch_terms(features.sketch_keys)
+        if features.passages:
+            out["passages"] = [format(key, "08x") for key in features.passages]
     if words:
         out["words"] = words
     return out
+
+
+def stored_features(z: dict[str, Any], passages: list[int] | None = None) -> Features:
+    """The features of a stored ``zhdedup`` object (the inverse of :func:`zhdedup_fields`); its passage
+    keys are given (re-derived from the text) or read back.  KeyError/ValueError if it has none."""
+    summary = Sketch.from_bytes(base64.b64decode(z["sketch"]))
+    if passages is None:
+        passages = [int(key, 16) for key in z.get("passages", ())]
+    return Features(int(z["fp"], 16), passages, summary, band_keys(summary))
 
 
 # --- checks on an existing index ---------------------------------------------------------------------

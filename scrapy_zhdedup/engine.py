@@ -13,15 +13,17 @@ from pathlib import Path
 from .config import DedupConfig
 from .features import Featurizer
 from .fingerprint import SimHasher
-from .judge import Prepared, Verdict, judge
+from .judge import Features, Prepared, Verdict, judge
 from .passages import passage_keys
+from .sketch import band_keys, sketch
 from .store import EmbeddedStore
 from .text import TextCleaner, content_hash
 from .validate import check_id, check_unicode
 
 
 class Fingerprinter:
-    """Clean text → weighted features → 64-bit SimHash (pure: safe to call from worker threads)."""
+    """Clean text → SimHash of weighted words, MinHash sketch of characters, passage keys (pure: safe
+    to call from worker threads)."""
 
     def __init__(self, config: DedupConfig) -> None:
         self.cleaner = TextCleaner(extractor=config.extractor,
@@ -58,6 +60,11 @@ class Fingerprinter:
     def passages(self, clean_text: str) -> list[int]:
         return passage_keys(clean_text[: self.max_chars], self.passage_chars) if self.use_passages else []
 
+    def features(self, clean_text: str) -> Features:
+        """Everything a near lookup needs, from the first ``max_chars`` characters."""
+        summary = sketch(clean_text[: self.max_chars])
+        return Features(self.fingerprint(clean_text), self.passages(clean_text), summary, band_keys(summary))
+
 
 class Deduper:
     """Judges documents in arrival order against everything judged before, on the embedded store."""
@@ -66,15 +73,13 @@ class Deduper:
         self.config = config or DedupConfig()
         self.fingerprinter = Fingerprinter(self.config)
         self.store = store if store is not None else EmbeddedStore(
-            self.config.layout, passage_share=self.config.passage_share,
-            passage_threshold=self.config.passage_threshold)
+            self.config.layout, rule=self.config.rule, passage_share=self.config.passage_share)
 
     @classmethod
     def open(cls, config: DedupConfig, store_dir: str | Path | None) -> Deduper:
         store = EmbeddedStore.open(config.layout, Path(store_dir) if store_dir else None,
                                    error_rate=config.bloom_error_rate, initial_capacity=config.bloom_capacity,
-                                   passage_share=config.passage_share, passage_threshold=config.passage_threshold,
-                                   config=config)
+                                   rule=config.rule, passage_share=config.passage_share, config=config)
         return cls(config, store)
 
     def check(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,

@@ -8,20 +8,22 @@ Every place that decides (the embedded store, the Elasticsearch backend, ``es de
   computed, so another process can compute the features and send them back.
 * A :class:`Store` answers "which earlier document has this hash" and "which earlier document is
   near this fingerprint", and remembers the verdict.
-* :class:`NearRule` says when a candidate counts (within k through the bands; through shared
-  passages, within the limit for the number shared) and :func:`closest` which one wins (the
-  closest, then the oldest), for every store.
+* :class:`Features` are what near lookups use: the SimHash (the reported distance), the MinHash
+  sketch (sketch.py) and its band keys, and passage keys when they are on.
+* :class:`NearRule` says when a candidate counts (by the estimated overlap of the sketches: Jaccard,
+  or containment of the smaller text) and :func:`closest` which one wins (the largest overlap, then
+  the oldest), for every store.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
 
-from .passages import distance_limit
+from .sketch import Overlap, Sketch
 
 if TYPE_CHECKING:
     from .engine import Fingerprinter
@@ -38,6 +40,7 @@ class Match:
     doc_id: str
     cluster: str
     distance: int
+    similarity: float = 1.0  # estimated overlap (sketch.py); 1.0 for an exact repeat
     row: int = field(default=-1, compare=False)
     verdict: Verdict | None = field(default=None, compare=False)  # its own, where the store returns it
 
@@ -52,6 +55,7 @@ class Verdict:
     content_hash: str
     fingerprint: int | None  # None for exact repeats: never computed
     rerun: Rerun | None = None  # the id was judged before: "same" content (stored verdict) or "changed"
+    similarity: float | None = None  # estimated overlap with dup_of, two decimals (None if unique)
 
     @property
     def is_duplicate(self) -> bool:
@@ -59,7 +63,8 @@ class Verdict:
 
     def record(self) -> dict[str, Any]:
         """The ``zhdedup scan`` output line."""
-        return {"id": self.doc_id, "status": self.status, "dup_of": self.dup_of, "distance": self.distance}
+        return {"id": self.doc_id, "status": self.status, "dup_of": self.dup_of, "distance": self.distance,
+                "similarity": self.similarity}
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,7 +76,21 @@ def verdict_for(doc_id: str, content_hash: str, fingerprint: int | None, match: 
     if match is None:
         return Verdict(doc_id, "unique", None, None, doc_id, content_hash, fingerprint, rerun)
     return Verdict(doc_id, "exact" if exact else "near", match.doc_id, match.distance, match.cluster,
-                   content_hash, fingerprint, rerun)
+                   content_hash, fingerprint, rerun, 1.0 if exact else rounded(match.similarity))
+
+
+def rounded(similarity: float) -> float:
+    """Similarity as reported and stored (two decimals), so a rerun prints what the first run did."""
+    return round(similarity, 2)
+
+
+class Features(NamedTuple):
+    """What near lookups use; computed only for texts that are not exact repeats."""
+
+    fingerprint: int  # SimHash: the document fingerprint and the reported distance
+    passages: list[int]  # passage keys (passages.py), empty unless passages are on
+    sketch: Sketch  # MinHash sketch (sketch.py): verifies candidates
+    sketch_keys: list[int]  # its LSH band keys: finds candidates
 
 
 @dataclass(frozen=True)
@@ -84,11 +103,11 @@ class Prepared:
     fingerprinter: Fingerprinter | None = field(default=None, repr=False, compare=False)
 
     @cached_property
-    def features(self) -> tuple[int, list[int]]:
-        """SimHash and passage keys, computed on first use (cached, and pickled once computed)."""
+    def features(self) -> Features:
+        """Computed on first use (cached, and pickled once computed)."""
         if self.fingerprinter is None:
             raise RuntimeError(f"features of {self.doc_id!r} were not computed before it was sent here")
-        return self.fingerprinter.fingerprint(self.clean), self.fingerprinter.passages(self.clean)
+        return self.fingerprinter.features(self.clean)
 
     @property
     def fingerprint(self) -> int:
@@ -109,7 +128,7 @@ class Store(Protocol):
     def find_exact(self, digest: str) -> Match | None:
         """The earlier document with this content hash, if any."""
 
-    def find_near(self, fingerprint: int, passages: Sequence[int], exclude: str | None = None) -> Match | None:
+    def find_near(self, features: Features, exclude: str | None = None) -> Match | None:
         """The earlier document :class:`NearRule` accepts and :func:`closest` prefers, if any
         (never one with the id ``exclude``: an earlier version of the document being judged)."""
 
@@ -121,7 +140,7 @@ class Store(Protocol):
 
 
 def judge(prepared: Prepared, store: Store) -> Verdict:
-    """Exact repeats first (hash only), then near repeats (fingerprint and passages), then remember.
+    """Exact repeats first (hash only), then near repeats (features), then remember.
 
     An id judged before is not a repeat of itself: with the same content it gets its stored verdict
     back and nothing changes (a rerun or a resumed run says what the first run said); with other
@@ -135,7 +154,7 @@ def judge(prepared: Prepared, store: Store) -> Verdict:
     if match is not None and match.doc_id != prepared.doc_id:
         verdict = verdict_for(prepared.doc_id, prepared.digest, None, match, exact=True, rerun=rerun)
     else:
-        match = store.find_near(prepared.fingerprint, prepared.passages, exclude=prepared.doc_id if rerun else None)
+        match = store.find_near(prepared.features, exclude=prepared.doc_id if rerun else None)
         verdict = verdict_for(prepared.doc_id, prepared.digest, prepared.fingerprint, match, rerun=rerun)
     store.remember(prepared, verdict, match)
     return verdict
@@ -143,26 +162,25 @@ def judge(prepared: Prepared, store: Store) -> Verdict:
 
 @dataclass(frozen=True)
 class NearRule:
-    """When a candidate is a near repeat: the same answer for every store."""
+    """When a candidate is a near repeat, from the estimated overlap of the two sketches: the same
+    answer for every store.  Jaccard covers edited copies; containment covers a copy that is mostly
+    inside the other (a new headline, a cut tail), once the smaller text is long enough for it."""
 
-    k: int  # Hamming limit for a candidate found through the SimHash bands
-    passage_share: float
-    passage_threshold: int
+    similarity: float = 0.65  # estimated shingle Jaccard
+    containment: float = 0.85  # estimated share of the smaller text's shingles inside the larger
+    min_contained: int = 10  # shingles the smaller text needs before containment alone decides
 
-    @property
-    def widest(self) -> int:
-        """No candidate is ever accepted beyond this distance (a cheap first filter)."""
-        return max(self.k, self.passage_threshold)
-
-    def limit(self, in_bands: bool, shared: int, n_passages: int) -> int:
-        """How far a candidate may be: k through the bands; through ``shared`` of the new text's
-        ``n_passages`` passages, :func:`~scrapy_zhdedup.passages.distance_limit`; -1 = never."""
-        by_passages = distance_limit(shared, n_passages, self.passage_share, self.passage_threshold)
-        return max(self.k if in_bands else -1, by_passages)
+    def score(self, overlap: Overlap) -> float | None:
+        """The candidate's similarity if it is a near repeat (the larger of the two estimates that
+        pass), else None."""
+        contained = overlap.containment >= self.containment and overlap.smaller >= self.min_contained
+        if overlap.jaccard < self.similarity and not contained:
+            return None
+        return max(overlap.jaccard, overlap.containment if contained else 0.0)
 
 
-def closest(candidates: Iterable[tuple[int, Any, T]]) -> T | None:
-    """The accepted candidate to report, from ``(distance, age, candidate)``: the closest, then the
-    oldest (smallest age), then the first given."""
-    best = min(candidates, key=lambda c: (c[0], c[1]), default=None)
+def closest(candidates: Iterable[tuple[float, Any, T]]) -> T | None:
+    """The accepted candidate to report, from ``(similarity, age, candidate)``: the most similar,
+    then the oldest (smallest age), then the first given."""
+    best = min(candidates, key=lambda c: (-c[0], c[1]), default=None)
     return None if best is None else best[2]

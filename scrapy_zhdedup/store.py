@@ -1,7 +1,7 @@
 """The embedded store: what the engine remembers when no server is configured.
 
-Per stored document it keeps the fingerprint (band index), its passage keys (passages.py), a
-64-bit prefix of the content hash (exact lookups that name the earlier document), the row of its
+Per stored document it keeps the near index (nearindex.py: fingerprint, MinHash sketch and its
+keys, passage keys when on), a 64-bit prefix of the content hash (exact lookups that name the earlier document), the row of its
 cluster's first document; per judged document (exact repeats included) its id, content hash and
 verdict, so a rerun can answer an id it has judged before.  README gives the bytes per document.
 
@@ -19,21 +19,21 @@ import json
 import logging
 import zipfile
 from array import array
-from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
-from .bandindex import BandIndex, Hit
 from .bands import BandLayout
 from .bloom import ExactFilter
 from .config import DedupConfig
 from .errors import StoreError
-from .judge import Match, NearRule, Status, Verdict, closest
+from .judge import Features, Match, NearRule, Status, Verdict, rounded
 from .keytable import KeyTable
+from .nearindex import NearIndex
 from .persist import atomic_write
+from .sketch import Sketch, band_keys
 from .storelock import DirectoryLock
 from .storelog import LOG_FILE, LogWriter, Record, read_log
 from .storemeta import FORMAT, META_FILE, check_or_record, fingerprint_settings
@@ -45,31 +45,12 @@ if TYPE_CHECKING:
 
 INDEX_FILE = "index.npz"
 _OLD_BLOOM_FILE = "bloom.bin"  # format 1 kept the filter beside the index
-_ARRAYS = ("meta", "fingerprints", "roots", "passage_keys", "passage_rows", "ids", "entry_hashes", "entry_rows",
-           "entry_status", "entry_match", "entry_distance", "bloom")
-MAX_PASSAGE_POSTINGS = 64  # a passage in more documents than this is boilerplate, not evidence
+_NEAR_ARRAYS = ("fingerprints", "sketches", "shingles", "sketch_keys", "sketch_rows", "passage_keys", "passage_rows")
+_ARRAYS = ("meta", *_NEAR_ARRAYS, "roots", "ids", "entry_hashes", "entry_rows", "entry_status", "entry_match",
+           "entry_distance", "entry_similarity", "bloom")
 COMPACT_AFTER_BYTES = 64 << 20  # log size that triggers a snapshot (or the snapshot's size, if larger)
 STATUSES: tuple[Status, ...] = ("unique", "exact", "near")
 _BLOOM_SAMPLE = 1000  # stored texts checked against the loaded Bloom filter (all of them would cost seconds at 1M)
-
-
-def nearest_with_passages(near: BandIndex, passage_table: KeyTable, fingerprint: int, passages: Sequence[int],
-                          rule: NearRule, exclude: Collection[int] = ()) -> Hit | None:
-    """Candidates through the band keys and through shared passages (rows in ``exclude`` left out),
-    judged by ``rule`` (also used for Elasticsearch's not-yet-searchable buffer and by reconcile)."""
-    band_rows = near.candidates(fingerprint)
-    votes = Counter(passage_table.get_many(list(passages), limit=MAX_PASSAGE_POSTINGS)) if passages else Counter()
-    if not band_rows and not votes:
-        return None
-    rows, distances = near.distances([*band_rows, *votes], fingerprint)
-    in_bands = set(band_rows)
-    accepted = []
-    for row, distance in zip(rows.tolist(), distances.tolist()):
-        if row in exclude:
-            continue
-        if distance <= rule.widest and distance <= rule.limit(row in in_bands, votes[row], len(passages)):
-            accepted.append((distance, row, Hit(row, distance)))
-    return closest(accepted)
 
 
 def _id_key(doc_id: str) -> int:
@@ -80,20 +61,18 @@ def _id_key(doc_id: str) -> int:
 class EmbeddedStore:
     """The :class:`~scrapy_zhdedup.judge.Store` in this process: compact numpy tables, saved to a directory."""
 
-    def __init__(self, layout: BandLayout, bloom: ExactFilter | None = None, directory: Path | None = None,
-                 *, passage_share: float = 0.2, passage_threshold: int = 12) -> None:
+    def __init__(self, layout: BandLayout, bloom: ExactFilter | None = None, directory: Path | None = None, *,
+                 rule: NearRule | None = None, passage_share: float = 0.2) -> None:
         """A memory-only store; :meth:`open` gives one persisted in a directory."""
         self.layout = layout
+        self.rule = rule or NearRule()
         self.passage_share = passage_share
-        self.passage_threshold = passage_threshold
-        self.rule = NearRule(layout.k, passage_share, passage_threshold)
         self.bloom = bloom if bloom is not None else ExactFilter()
         self.directory = directory
         self.bloom_false_positives = 0
         self.compact_after_bytes = COMPACT_AFTER_BYTES
-        self._near = BandIndex(layout)
+        self._near = NearIndex(layout, self.rule, passage_share)
         self._exact = KeyTable(np.uint64)
-        self._passages = KeyTable(np.uint32)
         self._roots = array("I")  # per row: row of the first document of its cluster
         self._row_entry = array("I")  # per row: its entry
         # per entry (every judged document, in order):
@@ -103,6 +82,7 @@ class EmbeddedStore:
         self._entry_status = array("B")  # index into STATUSES
         self._entry_match = array("i")  # row it repeats, -1 if unique
         self._entry_distance = array("B")
+        self._entry_similarity = array("B")  # percent
         self._id_table = KeyTable(np.uint64)  # id hash -> entries
         self._log: LogWriter | None = None
         self._lock: DirectoryLock | None = None
@@ -130,11 +110,11 @@ class EmbeddedStore:
             return None
         return self._match(min(rows), 0)
 
-    def find_near(self, fingerprint: int, passages: Sequence[int] = (), exclude: str | None = None) -> Match | None:
-        """Closest earlier text: within k through the bands, or through shared passages."""
+    def find_near(self, features: Features, exclude: str | None = None) -> Match | None:
+        """The most similar earlier text the rule accepts (nearindex.py)."""
         rows = {self._entry_rows[e] for e in self._entries(exclude)} if exclude is not None else ()
-        hit = nearest_with_passages(self._near, self._passages, fingerprint, passages, self.rule, rows)
-        return None if hit is None else self._match(hit.row, hit.distance)
+        hit = self._near.nearest(features, rows)
+        return None if hit is None else self._match(hit.row, hit.distance, hit.similarity)
 
     def _row_id(self, row: int) -> str:
         return self._ids[self._row_entry[row]]
@@ -143,8 +123,8 @@ class EmbeddedStore:
         """Cluster id of a row: the id of its cluster's first document."""
         return self._row_id(self._roots[row])
 
-    def _match(self, row: int, distance: int) -> Match:
-        return Match(self._row_id(row), self.cluster(row), distance, row)
+    def _match(self, row: int, distance: int, similarity: float = 1.0) -> Match:
+        return Match(self._row_id(row), self.cluster(row), distance, similarity, row)
 
     def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
         """Index a first copy or near repeat; an exact repeat is only remembered (its first copy answers for it)."""
@@ -152,20 +132,20 @@ class EmbeddedStore:
             assert match is not None
             self.add_repeat(prepared.doc_id, prepared.digest, match)
         else:
-            self.add(prepared.doc_id, prepared.digest, prepared.fingerprint, prepared.passages, match)
+            self.add(prepared.doc_id, prepared.digest, prepared.features, match)
 
-    def add(self, doc_id: str, content_hash: str, fingerprint: int, passages: Sequence[int] = (),
-            repeats: Match | None = None) -> None:
+    def add(self, doc_id: str, content_hash: str, features: Features, repeats: Match | None = None) -> None:
         """Remember and index a document (unique, or a near repeat of ``repeats``, whose cluster it joins)."""
         row = len(self._roots)
         self._record(Record(len(self._ids), row, 0 if repeats is None else 2, -1 if repeats is None else repeats.row,
                             0 if repeats is None else repeats.distance,
-                            row if repeats is None else self._roots[repeats.row], fingerprint,
-                            bytes.fromhex(content_hash), list(passages), doc_id))
+                            0 if repeats is None else round(100 * rounded(repeats.similarity)),
+                            row if repeats is None else self._roots[repeats.row], features.fingerprint,
+                            bytes.fromhex(content_hash), list(features.passages), features.sketch.to_bytes(), doc_id))
 
     def add_repeat(self, doc_id: str, content_hash: str, match: Match) -> None:
         """Remember an exact repeat of ``match`` (not indexed: the first copy answers for it)."""
-        self._record(Record(len(self._ids), -1, 1, match.row, 0, 0, 0, bytes.fromhex(content_hash), [], doc_id))
+        self._record(Record(len(self._ids), -1, 1, match.row, 0, 100, 0, 0, bytes.fromhex(content_hash), [], b"", doc_id))
 
     def _entries(self, doc_id: str) -> list[int]:
         """Every entry (judgement) recorded for ``doc_id``, oldest first."""
@@ -185,7 +165,8 @@ class EmbeddedStore:
             distance=None if match < 0 else self._entry_distance[entry],
             cluster=self.cluster(row if row >= 0 else match),
             content_hash=self._entry_hashes[16 * entry : 16 * entry + 16].hex(),
-            fingerprint=self._near.fingerprint(row) if row >= 0 else None,
+            fingerprint=self._near.bands.fingerprint(row) if row >= 0 else None,
+            similarity=None if match < 0 else self._entry_similarity[entry] / 100,
         )
 
     def _record(self, record: Record) -> None:
@@ -207,9 +188,8 @@ class EmbeddedStore:
 
     def _apply(self, record: Record) -> None:
         if record.row >= 0:
-            self._near.add(record.fingerprint)
-            if record.passages:
-                self._passages.add_many(record.passages, record.row)
+            summary = Sketch.from_bytes(record.sketch)
+            self._near.add(Features(record.fingerprint, record.passages, summary, band_keys(summary)))
             self._roots.append(record.root)
             self._row_entry.append(record.entry)
             self._exact.add_many([int.from_bytes(record.content_hash[:8], "big")], record.row)
@@ -220,17 +200,17 @@ class EmbeddedStore:
         self._entry_status.append(record.status)
         self._entry_match.append(record.match)
         self._entry_distance.append(record.distance)
+        self._entry_similarity.append(record.similarity)
         self._id_table.add_many([_id_key(record.doc_id)], record.entry)
 
     def nbytes(self) -> dict[str, int]:
         """Memory by part, for the README's bytes-per-document figures."""
         ids = sum(len(i.encode()) + 49 for i in self._ids) + 8 * len(self._ids)  # str objects + list slots
         verdicts = (len(self._entry_hashes) + sum(a.itemsize * len(a) for a in (
-            self._entry_rows, self._entry_status, self._entry_match, self._entry_distance, self._row_entry))
-            + self._id_table.nbytes())
+            self._entry_rows, self._entry_status, self._entry_match, self._entry_distance, self._entry_similarity,
+            self._row_entry)) + self._id_table.nbytes())
         return {
-            "band_index": self._near.nbytes(),
-            "passage_index": self._passages.nbytes(),
+            **self._near.nbytes(),
             "exact_index": self._exact.nbytes(),
             "clusters": 4 * len(self._roots),
             "ids": ids,
@@ -247,22 +227,19 @@ class EmbeddedStore:
         if self._log.size == 0 and (self.directory / INDEX_FILE).exists():
             self._log.sync()
             return
-        self._near.compact()
-        passage_keys, passage_rows = self._passages.arrays()
         meta = {"format": FORMAT, "rows": len(self._roots), "entries": len(self._ids), "layout": self.layout.to_dict(),
                 "bloom": {"error_rate": self.bloom.error_rate, "initial_capacity": self.bloom.initial_capacity}}
         arrays: dict[str, Any] = {
             "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
-            "fingerprints": self._near.fingerprints(),
+            **self._near.arrays(),
             "roots": np.frombuffer(self._roots, dtype=np.uint32).copy(),
-            "passage_keys": passage_keys,
-            "passage_rows": passage_rows,
             "ids": np.frombuffer("\x00".join(self._ids).encode("utf-8"), dtype=np.uint8),
             "entry_hashes": np.frombuffer(bytes(self._entry_hashes), dtype=np.uint8),
             "entry_rows": np.frombuffer(self._entry_rows, dtype=np.int32).copy(),
             "entry_status": np.frombuffer(self._entry_status, dtype=np.uint8).copy(),
             "entry_match": np.frombuffer(self._entry_match, dtype=np.int32).copy(),
             "entry_distance": np.frombuffer(self._entry_distance, dtype=np.uint8).copy(),
+            "entry_similarity": np.frombuffer(self._entry_similarity, dtype=np.uint8).copy(),
             "bloom": np.frombuffer(self.bloom.to_bytes(), dtype=np.uint8),
         }
 
@@ -288,7 +265,7 @@ class EmbeddedStore:
 
     @classmethod
     def open(cls, layout: BandLayout, directory: Path | None, *, error_rate: float = 0.001,
-             initial_capacity: int = 100_000, passage_share: float = 0.2, passage_threshold: int = 12,
+             initial_capacity: int = 100_000, rule: NearRule | None = None, passage_share: float = 0.2,
              config: DedupConfig | Mapping[str, Any] | None = None, fsync_interval: float = 1.0) -> EmbeddedStore:
         """Open (locked) the store in ``directory``, creating it if needed; ``None`` gives a memory-only store.
 
@@ -297,8 +274,8 @@ class EmbeddedStore:
         damaged files) is a StoreError here, before any work is done.
         """
         bloom = ExactFilter(error_rate=error_rate, initial_capacity=initial_capacity)
-        store = cls(layout, bloom, None if directory is None else Path(directory),
-                    passage_share=passage_share, passage_threshold=passage_threshold)
+        store = cls(layout, bloom, None if directory is None else Path(directory), rule=rule,
+                    passage_share=passage_share)
         if store.directory is None:
             return store
         try:
@@ -379,13 +356,12 @@ class EmbeddedStore:
         except (TypeError, ValueError, KeyError) as exc:
             raise StoreError(path, f"damaged index metadata, ids or Bloom filter ({exc})") from exc
         fps, roots = data["fingerprints"], data["roots"]
-        p_keys, p_rows = data["passage_keys"].astype(np.uint32), data["passage_rows"].astype(np.uint32)
         e_hashes, e_rows, e_match = data["entry_hashes"], data["entry_rows"].astype(np.int32), data["entry_match"]
         stored = np.flatnonzero(e_rows >= 0)
-        if (not (len(fps) == len(roots) == rows == len(stored)) or len(p_keys) != len(p_rows)
+        if (not (len(fps) == len(roots) == rows == len(stored))
                 or not (len(ids) == len(e_rows) == len(data["entry_status"]) == len(e_match)
-                        == len(data["entry_distance"]) == entries) or len(e_hashes) != 16 * entries
-                or (rows and roots.max() >= rows) or (len(p_rows) and p_rows.max() >= rows)
+                        == len(data["entry_distance"]) == len(data["entry_similarity"]) == entries)
+                or len(e_hashes) != 16 * entries or (rows and roots.max() >= rows)
                 or (entries and e_match.max() >= rows) or not np.array_equal(e_rows[stored], np.arange(rows))):
             raise StoreError(path, "inconsistent index arrays (truncated or edited file)")
         hashes = e_hashes.reshape(-1, 16)
@@ -393,9 +369,12 @@ class EmbeddedStore:
         if not all(hashes[entry].tobytes().hex() in bloom for entry in sample.tolist()):
             raise StoreError(path, "the Bloom filter does not hold the stored texts (edited or mixed-up file)")
         row_keys = hashes[stored, :8].copy().view(">u8").ravel().astype(np.uint64)
-        self._near = BandIndex.from_fingerprints(self.layout, fps)
+        try:
+            self._near = NearIndex.from_arrays(self.layout, self.rule, self.passage_share,
+                                               {name: data[name] for name in _NEAR_ARRAYS})
+        except ValueError as exc:
+            raise StoreError(path, f"inconsistent index arrays ({exc})") from exc
         self._exact = KeyTable.build(row_keys, np.arange(rows, dtype=np.uint32))
-        self._passages = KeyTable.build(p_keys, p_rows)
         self._roots = array("I", roots.astype(np.uint32).tobytes())
         self._row_entry = array("I", stored.astype(np.uint32).tobytes())
         self._ids = ids
@@ -404,6 +383,7 @@ class EmbeddedStore:
         self._entry_status = array("B", data["entry_status"].astype(np.uint8).tobytes())
         self._entry_match = array("i", e_match.astype(np.int32).tobytes())
         self._entry_distance = array("B", data["entry_distance"].astype(np.uint8).tobytes())
+        self._entry_similarity = array("B", data["entry_similarity"].astype(np.uint8).tobytes())
         id_keys = np.fromiter((_id_key(i) for i in ids), dtype=np.uint64, count=entries)
         self._id_table = KeyTable.build(id_keys, np.arange(entries, dtype=np.uint32))
         self.bloom = bloom

@@ -21,9 +21,11 @@ import zlib
 from pathlib import Path
 from typing import NamedTuple
 
+from .sketch import NBYTES as SKETCH_BYTES
+
 LOG_FILE = "log.bin"
 _FRAME = struct.Struct("<II")
-_FIXED = struct.Struct("<IiBiBIQ16sI")  # entry, row, status, match, distance, root, fingerprint, hash, passages
+_FIXED = struct.Struct("<IiBiBBIQ16sI")  # entry, row, status, match, distance, similarity, root, fingerprint, hash, passages
 
 
 class Record(NamedTuple):
@@ -34,23 +36,28 @@ class Record(NamedTuple):
     status: int
     match: int
     distance: int
+    similarity: int  # percent, as reported
     root: int
     fingerprint: int
     content_hash: bytes  # 16 bytes
     passages: list[int]
+    sketch: bytes  # sketch.NBYTES for an indexed document (row >= 0), empty for an exact repeat
     doc_id: str
 
     def encode(self) -> bytes:
-        fixed = _FIXED.pack(self.entry, self.row, self.status, self.match, self.distance, self.root,
+        fixed = _FIXED.pack(self.entry, self.row, self.status, self.match, self.distance, self.similarity, self.root,
                             self.fingerprint, self.content_hash, len(self.passages))
-        return fixed + struct.pack(f"<{len(self.passages)}I", *self.passages) + self.doc_id.encode("utf-8")
+        return (fixed + struct.pack(f"<{len(self.passages)}I", *self.passages) + self.sketch
+                + self.doc_id.encode("utf-8"))
 
     @classmethod
     def decode(cls, payload: bytes) -> Record:
-        entry, row, status, match, distance, root, fp, digest, n = _FIXED.unpack_from(payload)
-        end = _FIXED.size + 4 * n
+        entry, row, status, match, distance, similarity, root, fp, digest, n = _FIXED.unpack_from(payload)
+        start = _FIXED.size + 4 * n
+        end = start + (SKETCH_BYTES if row >= 0 else 0)
         passages = list(struct.unpack_from(f"<{n}I", payload, _FIXED.size))
-        return cls(entry, row, status, match, distance, root, fp, digest, passages, payload[end:].decode("utf-8"))
+        return cls(entry, row, status, match, distance, similarity, root, fp, digest, passages, payload[start:end],
+                   payload[end:].decode("utf-8"))
 
 
 class ReadResult(NamedTuple):

@@ -2,9 +2,9 @@
 
 Keys, hashes and fingerprints computed under other settings never match the stored ones, so a
 store opened with different settings would silently find fewer repeats; refusing is the only
-safe answer.  Recorded: every setting that changes what is computed per document.  Not
-recorded: the band layout (rebuilt on load, so threshold and bands may change) and the
-query-time passage_share / passage_threshold.
+safe answer.  Recorded: every setting that changes what is computed per document, and the
+sketch's version.  Not recorded: the band layout (rebuilt on load, so threshold and bands may
+change) and the query-time rule (passage_share, similarity, containment).
 """
 
 from __future__ import annotations
@@ -17,20 +17,21 @@ from typing import Any, BinaryIO
 from .config import DedupConfig
 from .errors import StoreError
 from .persist import atomic_write
+from .sketch import VERSION as SKETCH_VERSION
 
 META_FILE = "store.json"
-FORMAT = 2
+FORMAT = 3  # 3: MinHash sketches; 2: fingerprint settings recorded
 FINGERPRINT_SETTINGS = ("features", "short_text_chars", "shingle_size", "traditional_to_simplified", "extractor",
                         "max_chars", "passages", "passage_chars")
 
 
 def fingerprint_settings(config: DedupConfig | Mapping[str, Any] | None) -> dict[str, Any]:
     """The recorded settings of ``config`` (a DedupConfig or a mapping of its fields; None = defaults)."""
+    given = {name: getattr(config, name) for name in FINGERPRINT_SETTINGS} if isinstance(config, DedupConfig) \
+        else dict(config or {})
     defaults = DedupConfig()
-    if isinstance(config, DedupConfig):
-        return {name: getattr(config, name) for name in FINGERPRINT_SETTINGS}
-    given = dict(config or {})
-    return {name: given.get(name, getattr(defaults, name)) for name in FINGERPRINT_SETTINGS}
+    return {**{name: given.get(name, getattr(defaults, name)) for name in FINGERPRINT_SETTINGS},
+            "sketch": SKETCH_VERSION}
 
 
 def check_or_record(directory: Path, settings: dict[str, Any]) -> None:
@@ -52,7 +53,7 @@ def check_or_record(directory: Path, settings: dict[str, Any]) -> None:
         raise StoreError(path, f"store format {meta.get('format')!r} is not supported (expected {FORMAT})")
     stored = meta["fingerprint"]
     differing = [f"{name}: store {stored.get(name)!r}, now {settings[name]!r}"
-                 for name in FINGERPRINT_SETTINGS if stored.get(name) != settings[name]]
+                 for name in settings if stored.get(name) != settings[name]]
     if differing:
         raise StoreError(
             directory, "built with other fingerprint settings (" + "; ".join(differing) + ")",

@@ -21,7 +21,7 @@ from scrapy_zhdedup.text import TextCleaner
 
 pytestmark = pytest.mark.es
 
-DEDUP = DedupConfig(passages=False)  # the backend finds near repeats through the SimHash bands
+DEDUP = DedupConfig()
 VERDICT = ("status", "dup_of", "distance", "cluster", "hash", "doc_id")
 
 

@@ -83,12 +83,12 @@ async def test_reconcile_marks_pairs_missed_by_two_writers(es_url: str, index: s
     await write_missed_pairs(es_url, index, tmp_path, pairs)
     before = zfields(es_client, index)
 
-    dry = reconcile(es_client, index, DEDUP.layout, apply=False)
+    dry = reconcile(es_client, index, DEDUP, apply=False)
     assert (dry["scanned"], dry["pairs"], dry["marked"], dry["reclustered"]) == (2 * PAIRS + 1, PAIRS, PAIRS, 1)
     assert zfields(es_client, index) == before  # a dry run changes nothing
 
     seen: list[int] = []
-    done = reconcile(es_client, index, DEDUP.layout, progress=seen.append)
+    done = reconcile(es_client, index, DEDUP, progress=seen.append)
     assert done == {**dry, "clusters": PAIRS}
     assert sum(seen) == 2 * PAIRS + 1
     after = zfields(es_client, index)
@@ -96,17 +96,17 @@ async def test_reconcile_marks_pairs_missed_by_two_writers(es_url: str, index: s
         assert after[f"w1-{i}"]["status"] == "unique"
         repost = after[f"w2-{i}"]
         assert (repost["status"], repost["dup_of"], repost["cluster"]) == ("near", f"w1-{i}", f"w1-{i}")
-        assert 0 < repost["distance"] <= DEDUP.passage_threshold
+        assert repost["distance"] > 0 and repost["similarity"] >= DEDUP.similarity
     assert after["w1-late"]["cluster"] == "w1-0"  # moved along with its old cluster head
 
-    again = reconcile(es_client, index, DEDUP.layout)
+    again = reconcile(es_client, index, DEDUP)
     assert (again["pairs"], again["marked"], again["reclustered"]) == (0, 0, 0)
 
 
 async def test_reconcile_delete(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch,
                                 pairs: list[tuple[str, str]]) -> None:
     await write_missed_pairs(es_url, index, tmp_path, pairs[:3])
-    done = reconcile(es_client, index, DEDUP.layout, delete=True)
+    done = reconcile(es_client, index, DEDUP, delete=True)
     assert (done["pairs"], done["deleted"], done["marked"]) == (3, 3, 0)
     after = zfields(es_client, index)
     assert sorted(after) == ["w1-0", "w1-1", "w1-2", "w1-late"]

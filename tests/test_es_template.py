@@ -16,12 +16,14 @@ from es_plugin.template import (
     install,
     read_meta,
     status,
+    stored_features,
     template_body,
     template_name,
     zhdedup_fields,
 )
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig
+from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import LayoutMismatchError
 from scrapy_zhdedup.judge import Verdict
 from scrapy_zhdedup.storemeta import fingerprint_settings
@@ -126,11 +128,17 @@ def test_missing_index(es_client: Elasticsearch, index: str) -> None:
 
 def test_zhdedup_fields() -> None:
     seen = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
-    unique = Verdict("u1", "unique", None, None, "u1", "ab" * 16, 0x0123456789ABCDEF)
-    fields = zhdedup_fields(unique, LAYOUT, seen)
-    assert fields["fp"] == "0123456789abcdef" and fields["seen_at"] == "2026-01-02T03:04:05.678+00:00"
-    assert {name: fields[name] for name in LAYOUT.field_names} == LAYOUT.terms(0x0123456789ABCDEF)
+    features = Fingerprinter(DedupConfig(passages=True)).features("国务院常务会议部署近期重点工作。" * 5)
+    unique = Verdict("u1", "unique", None, None, "u1", "ab" * 16, features.fingerprint)
+    fields = zhdedup_fields(unique, LAYOUT, seen, features=features)
+    assert fields["fp"] == format(features.fingerprint, "016x") and fields["seen_at"] == "2026-01-02T03:04:05.678+00:00"
+    assert {name: fields[name] for name in LAYOUT.field_names} == LAYOUT.terms(features.fingerprint)
     assert (fields["status"], fields["cluster"], fields["dup_of"]) == ("unique", "u1", None)
+    assert len(fields["mh"]) == len(features.sketch_keys) and fields["passages"]
+    back = stored_features(fields)  # what dedup-index and reconcile read back
+    assert (back.fingerprint, back.passages, back.sketch_keys) == (
+        features.fingerprint, features.passages, features.sketch_keys)
+    assert back.sketch.to_bytes() == features.sketch.to_bytes()
     exact = Verdict("u2", "exact", "u1", 0, "u1", "ab" * 16, None)
     fields = zhdedup_fields(exact, LAYOUT, seen)
-    assert "fp" not in fields and "b0" not in fields and fields["dup_of"] == "u1"
+    assert not {"fp", "b0", "mh", "sketch"} & set(fields) and fields["dup_of"] == "u1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks import sketch
+from scrapy_zhdedup import sketch
 from tests import zhtexts
 
 
@@ -35,13 +35,13 @@ def test_sketch_layout() -> None:
 
 def test_identical_texts(texts: list[str]) -> None:
     a, b = sketch.sketch(texts[0]), sketch.sketch(texts[0])
-    assert sketch.estimate(a, b) == (1.0, 1.0)
+    assert sketch.estimate(a, b)[:2] == (1.0, 1.0)
     assert sketch.band_keys(a) == sketch.band_keys(b)
 
 
 def test_edited_text_estimate_is_close_and_shares_keys(texts: list[str]) -> None:
     edited = zhtexts.edit_chars(texts[1], 20, seed=3)
-    j, c = sketch.estimate(sketch.sketch(texts[1]), sketch.sketch(edited))
+    j, c, _ = sketch.estimate(sketch.sketch(texts[1]), sketch.sketch(edited))
     true_j, true_c = exact(texts[1], edited)
     assert abs(j - true_j) < 0.15 and abs(c - true_c) < 0.15
     assert set(sketch.band_keys(sketch.sketch(texts[1]))) & set(sketch.band_keys(sketch.sketch(edited)))
@@ -49,13 +49,13 @@ def test_edited_text_estimate_is_close_and_shares_keys(texts: list[str]) -> None
 
 def test_truncated_copy_is_contained(texts: list[str]) -> None:
     head = texts[2][: len(texts[2]) * 7 // 10]
-    j, c = sketch.estimate(sketch.sketch(texts[2]), sketch.sketch(head))
+    j, c, _ = sketch.estimate(sketch.sketch(texts[2]), sketch.sketch(head))
     assert c >= 0.9 and j < c
 
 
 def test_unrelated_texts_share_nothing(texts: list[str]) -> None:
     a, b = sketch.sketch(texts[3]), sketch.sketch(texts[4])
-    j, c = sketch.estimate(a, b)
+    j, c, _ = sketch.estimate(a, b)
     assert j < 0.1 and c < 0.2
     assert not set(sketch.band_keys(a)) & set(sketch.band_keys(b))
 
@@ -63,13 +63,25 @@ def test_unrelated_texts_share_nothing(texts: list[str]) -> None:
 def test_a_small_text_is_not_contained_in_a_large_one_by_chance(texts: list[str]) -> None:
     """A sentence against a long unrelated article owns few bins: containment falls back to Jaccard."""
     small = sketch.sketch("本报讯 记者从市气象台获悉，今天夜间到明天有小雨。")
-    _, c = sketch.estimate(small, sketch.sketch("".join(texts)))
+    _, c, _ = sketch.estimate(small, sketch.sketch("".join(texts)))
     assert c < 0.5
 
 
 def test_short_text_with_one_edited_character_shares_a_key() -> None:
     a = "这本书印刷质量很好，内容也不错，孩子很喜欢，下次还会再来买。"
     b = a.replace("孩子", "孩孑")
-    sa, sb = sketch.sketch(a, 2), sketch.sketch(b, 2)
+    sa, sb = sketch.sketch(a), sketch.sketch(b)
     assert sketch.estimate(sa, sb)[0] >= 0.6
     assert set(sketch.band_keys(sa)) & set(sketch.band_keys(sb))
+
+
+def test_serialised_sketch_round_trips_and_many_estimates_equal_single_ones(texts: list[str]) -> None:
+    sketches = [sketch.sketch(t) for t in texts]
+    again = [sketch.Sketch.from_bytes(s.to_bytes()) for s in sketches]
+    assert all(np.array_equal(s.values, a.values) and s.shingles == a.shingles for s, a in zip(sketches, again))
+    assert len(sketches[0].to_bytes()) == sketch.NBYTES
+    many = sketch.estimate_many(sketches[0], np.stack([s.values for s in sketches]),
+                                np.array([s.shingles for s in sketches]))
+    assert many == [sketch.estimate(sketches[0], s) for s in sketches]
+    with pytest.raises(ValueError, match="132 bytes"):
+        sketch.Sketch.from_bytes(b"short")

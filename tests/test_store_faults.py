@@ -259,7 +259,8 @@ def test_other_fingerprint_settings_name_each_difference(tmp_path: Path) -> None
         assert part in message
     assert "threshold" not in message
     # threshold, bands and the query-time passage settings may change
-    Deduper.open(DedupConfig(threshold=5, bands=8, passage_share=0.5, passage_threshold=10), tmp_path).close()
+    Deduper.open(DedupConfig(threshold=5, bands=8, passage_share=0.5, similarity=0.8, containment=0.9),
+                 tmp_path).close()
 
 
 def test_a_path_that_is_a_file_is_an_error_at_open(tmp_path: Path) -> None:
@@ -314,7 +315,7 @@ def test_a_store_can_be_copied_once_closed(tmp_path: Path) -> None:
     assert _open_judged(tmp_path / "b") == 1
 
 
-@pytest.mark.parametrize("content", [b"", b"{not json", b"[1]", b'{"format": 2}', b'{"format": 3, "fingerprint": {}}'],
+@pytest.mark.parametrize("content", [b"", b"{not json", b"[1]", b'{"format": 2}', b'{"format": 4, "fingerprint": {}}'],
                          ids=["empty", "not-json", "a-list", "no-settings", "future-format"])
 def test_damaged_store_metadata_is_a_store_error(tmp_path: Path, content: bytes) -> None:
     Deduper.open(DedupConfig(), tmp_path).close()

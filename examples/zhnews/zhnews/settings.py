@@ -53,10 +53,11 @@ ZHDEDUP_SHINGLE_SIZE = _env("ZHDEDUP_SHINGLE_SIZE", 3)  # character n-gram size 
 ZHDEDUP_TRADITIONAL_TO_SIMPLIFIED = _env("ZHDEDUP_TRADITIONAL_TO_SIMPLIFIED", True)  # OpenCC t2s first
 ZHDEDUP_EXTRACTOR = _env("ZHDEDUP_EXTRACTOR", "lxml")  # main-text extraction: "lxml" (fast) | "trafilatura"
 ZHDEDUP_MAX_CHARS = _env("ZHDEDUP_MAX_CHARS", 200_000)  # longer texts are cut before fingerprinting
-ZHDEDUP_PASSAGES = _env("ZHDEDUP_PASSAGES", True)  # also find near repeats through shared passages
+ZHDEDUP_PASSAGES = _env("ZHDEDUP_PASSAGES", False)  # also find candidates through shared passages
 ZHDEDUP_PASSAGE_CHARS = _env("ZHDEDUP_PASSAGE_CHARS", 20)  # minimum length of a hashed sentence run
 ZHDEDUP_PASSAGE_SHARE = _env("ZHDEDUP_PASSAGE_SHARE", 0.2)  # share of passages an earlier text must hold
-ZHDEDUP_PASSAGE_THRESHOLD = _env("ZHDEDUP_PASSAGE_THRESHOLD", 12)  # max distance for a passage candidate
+ZHDEDUP_SIMILARITY = _env("ZHDEDUP_SIMILARITY", 0.65)  # estimated 4-gram Jaccard of a near repeat
+ZHDEDUP_CONTAINMENT = _env("ZHDEDUP_CONTAINMENT", 0.85)  # or: share of the shorter text inside the longer
 ZHDEDUP_BLOOM_ERROR_RATE = _env("ZHDEDUP_BLOOM_ERROR_RATE", 0.001)  # exact-repeat Bloom filter error rate
 ZHDEDUP_BLOOM_CAPACITY = _env("ZHDEDUP_BLOOM_CAPACITY", 100_000)  # its initial capacity; it grows past it
 

@@ -1,0 +1,132 @@
+"""Near-repeat candidates by exact key lookups, verified on the sketches: the one in-memory index.
+
+Three kinds of keys name candidates, never a pairwise scan:
+
+* the SimHash band keys (bandindex.py): every earlier text within ``k`` bits;
+* the MinHash band keys (sketch.py): texts whose character shingles overlap, through scattered
+  edits, re-templating and length change;
+* passage keys (passages.py, when on): texts sharing enough sentence runs.
+
+A key held by more than ``MAX_POSTINGS`` documents is boilerplate (a site's footer, a stock
+clause), not evidence, and is skipped.  Every candidate is then decided by one
+:class:`~scrapy_zhdedup.judge.NearRule` on the estimated overlap of the two sketches.  The embedded
+store, Elasticsearch's not-yet-searchable buffer, ``dedup-index`` and ``reconcile`` all use it.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Collection
+from typing import NamedTuple
+
+import numpy as np
+
+from .bandindex import BandIndex
+from .bands import BandLayout
+from .judge import Features, NearRule, closest
+from .keytable import KeyTable
+from .passages import votes_needed
+from .sketch import SIZE, Sketch, estimate_many
+
+MAX_POSTINGS = 64  # a key in more documents than this is boilerplate, not evidence
+
+
+class Hit(NamedTuple):
+    row: int
+    distance: int  # SimHash Hamming distance (what the verdict reports)
+    similarity: float  # estimated overlap (what decided)
+
+
+class NearIndex:
+    def __init__(self, layout: BandLayout, rule: NearRule, passage_share: float = 0.2) -> None:
+        self.layout, self.rule, self.passage_share = layout, rule, passage_share
+        self.bands = BandIndex(layout)
+        self.sketch_keys = KeyTable(np.uint32)
+        self.passages = KeyTable(np.uint32)
+        self._values = array("H")  # SIZE per row
+        self._shingles = array("I")
+
+    def __len__(self) -> int:
+        return len(self.bands)
+
+    def add(self, features: Features) -> int:
+        """Index a document; returns its row (rows are dense, in insertion order)."""
+        row = self.bands.add(features.fingerprint)
+        self.sketch_keys.add_many(features.sketch_keys, row)
+        if features.passages:
+            self.passages.add_many(features.passages, row)
+        self._values.extend(features.sketch.values.tolist())
+        self._shingles.append(min(features.sketch.shingles, 0xFFFF_FFFF))
+        return row
+
+    def sketch(self, row: int) -> Sketch:
+        return Sketch(np.array(self._values[SIZE * row : SIZE * row + SIZE], dtype=np.uint16), self._shingles[row])
+
+    def candidates(self, features: Features) -> list[int]:
+        """Rows named by any key: SimHash bands, sketch keys, enough shared passages."""
+        rows = set(self.bands.candidates(features.fingerprint))
+        rows.update(self.sketch_keys.get_many(features.sketch_keys, limit=MAX_POSTINGS))
+        if features.passages:
+            votes = Counter(self.passages.get_many(features.passages, limit=MAX_POSTINGS))
+            needed = votes_needed(len(features.passages), self.passage_share)
+            rows.update(row for row, n in votes.items() if n >= needed)
+        return sorted(rows)
+
+    def nearest(self, features: Features, exclude: Collection[int] = ()) -> Hit | None:
+        """The candidate the rule accepts with the largest overlap (the oldest on ties), if any."""
+        rows = [row for row in self.candidates(features) if row not in exclude]
+        return closest((hit.similarity, hit.row, hit) for hit in self.verify(features, rows))
+
+    def verify(self, features: Features, rows: list[int]) -> list[Hit]:
+        """The ``rows`` (sorted, distinct) the rule accepts, with their distance and similarity."""
+        if not rows:
+            return []
+        idx = np.array(rows, dtype=np.int64)
+        values = np.frombuffer(self._values, dtype=np.uint16).reshape(-1, SIZE)[idx]
+        shingles = np.frombuffer(self._shingles, dtype=np.uint32)[idx]
+        overlaps = estimate_many(features.sketch, values, shingles)
+        hits = []
+        for row, overlap in zip(rows, overlaps):
+            score = self.rule.score(overlap)
+            if score is not None:
+                hits.append(Hit(row, (self.bands.fingerprint(row) ^ features.fingerprint).bit_count(), score))
+        return hits
+
+    def compact(self) -> None:
+        self.bands.compact()
+        self.sketch_keys.compact()
+        self.passages.compact()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What a snapshot saves to rebuild the index (:meth:`from_arrays`)."""
+        sketch_keys, sketch_rows = self.sketch_keys.arrays()
+        passage_keys, passage_rows = self.passages.arrays()
+        return {"fingerprints": self.bands.fingerprints(),
+                "sketches": np.frombuffer(self._values, dtype=np.uint16).reshape(-1, SIZE).copy(),
+                "shingles": np.frombuffer(self._shingles, dtype=np.uint32).copy(),
+                "sketch_keys": sketch_keys, "sketch_rows": sketch_rows,
+                "passage_keys": passage_keys, "passage_rows": passage_rows}
+
+    @classmethod
+    def from_arrays(cls, layout: BandLayout, rule: NearRule, passage_share: float,
+                    data: dict[str, np.ndarray]) -> NearIndex:
+        """Bulk build from :meth:`arrays` (one sort per table); ValueError if they do not fit together."""
+        rows = len(data["fingerprints"])
+        sketches = np.ascontiguousarray(data["sketches"], dtype=np.uint16)
+        if sketches.shape != (rows, SIZE) or len(data["shingles"]) != rows or any(
+                len(data[f"{kind}_keys"]) != len(data[f"{kind}_rows"])
+                or (len(data[f"{kind}_rows"]) and int(data[f"{kind}_rows"].max()) >= rows)
+                for kind in ("sketch", "passage")):
+            raise ValueError("fingerprint, sketch and key arrays do not fit together")
+        index = cls(layout, rule, passage_share)
+        index.bands = BandIndex.from_fingerprints(layout, data["fingerprints"])
+        index.sketch_keys = KeyTable.build(data["sketch_keys"].astype(np.uint32), data["sketch_rows"])
+        index.passages = KeyTable.build(data["passage_keys"].astype(np.uint32), data["passage_rows"])
+        index._values = array("H", sketches.tobytes())
+        index._shingles = array("I", np.ascontiguousarray(data["shingles"], dtype=np.uint32).tobytes())
+        return index
+
+    def nbytes(self) -> dict[str, int]:
+        return {"band_index": self.bands.nbytes(), "sketches": 2 * len(self._values) + 4 * len(self._shingles),
+                "sketch_keys": self.sketch_keys.nbytes(), "passage_index": self.passages.nbytes()}
