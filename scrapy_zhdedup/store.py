@@ -141,7 +141,8 @@ class EmbeddedStore:
                             0 if repeats is None else repeats.distance,
                             0 if repeats is None else round(100 * rounded(repeats.similarity)),
                             row if repeats is None else self._roots[repeats.row], features.fingerprint,
-                            bytes.fromhex(content_hash), list(features.passages), features.sketch.to_bytes(), doc_id))
+                            bytes.fromhex(content_hash), list(features.passages), features.sketch.to_bytes(), doc_id),
+                     features)
 
     def add_repeat(self, doc_id: str, content_hash: str, match: Match) -> None:
         """Remember an exact repeat of ``match`` (not indexed: the first copy answers for it)."""
@@ -169,8 +170,9 @@ class EmbeddedStore:
             similarity=None if match < 0 else self._entry_similarity[entry] / 100,
         )
 
-    def _record(self, record: Record) -> None:
-        """The one way state changes: written to the log (if persisted), then applied in memory."""
+    def _record(self, record: Record, features: Features | None = None) -> None:
+        """The one way state changes: written to the log (if persisted), then applied in memory
+        (``features``: the record's own, when the caller has them, so they are not decoded again)."""
         if self._closed:
             raise StoreError(self.directory, "the store is closed; open it again to remember more documents",
                              hint="Call close() only once the run is over.")
@@ -182,14 +184,16 @@ class EmbeddedStore:
             self._log.append(record)  # encodes first: an id that is not UTF-8 fails before anything changes
         else:
             record.doc_id.encode("utf-8")
-        self._apply(record)
+        self._apply(record, features)
         if self._log is not None and self._log.size > max(self.compact_after_bytes, self._snapshot_bytes):
             self.save()
 
-    def _apply(self, record: Record) -> None:
+    def _apply(self, record: Record, features: Features | None = None) -> None:
         if record.row >= 0:
-            summary = Sketch.from_bytes(record.sketch)
-            self._near.add(Features(record.fingerprint, record.passages, summary, band_keys(summary)))
+            if features is None:  # replaying the log
+                summary = Sketch.from_bytes(record.sketch)
+                features = Features(record.fingerprint, record.passages, summary, band_keys(summary))
+            self._near.add(features)
             self._roots.append(record.root)
             self._row_entry.append(record.entry)
             self._exact.add_many([int.from_bytes(record.content_hash[:8], "big")], record.row)
