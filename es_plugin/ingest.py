@@ -89,7 +89,7 @@ class Item:
     html: str | None = None  # judged instead of ``text`` when given (its main text, extracted)
 
 
-Prepping = tuple[Item, "Prepared | Exception"]  # an item and what preparing it gave (PreparePool.map)
+Prepping = tuple[Item, Prepared | Exception]  # an item and what preparing it gave (PreparePool.map)
 
 
 class IngestStopped(ZhDedupError):
