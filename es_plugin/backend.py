@@ -180,6 +180,11 @@ class ElasticsearchBackend:
         """
         self._check_open()
         prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
+        return await self.judge_prepared(prepared, document)
+
+    async def judge_prepared(self, prepared: Prepared, document: dict[str, Any]) -> Verdict:
+        """:meth:`judge` of a document prepared elsewhere (``es ingest``'s worker processes)."""
+        self._check_open()
         if self._window is None:
             self._window = LookupWindow(self.judge_many, self.es.es_batch_window, MAX_LOOKUP_BATCH)
         outcome = await self._window.submit(prepared, document)

@@ -66,6 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--restart", action="store_true", help="ignore existing checkpoints and read inputs from the start")
     p.add_argument("--concurrency", type=int, default=4,
                    help="documents judged at once; their lookups go in one request (default %(default)s)")
+    add_workers_option(p)
     p.add_argument("--strict", action="store_true", help="stop at the first bad record instead of skipping it")
     p.set_defaults(func=_es_errors(cmd_ingest))
 
@@ -252,7 +253,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     es = from_args(EsConfig, args)
     with _bar(_count_inputs(args.inputs), "doc", "ingest") as bar:
         report = ingest(args.inputs, from_args(DedupConfig, args), es, mode=args.mode, checkpoint_dir=args.checkpoint_dir,
-                        restart=args.restart, strict=args.strict, concurrency=args.concurrency, progress=bar)
+                        restart=args.restart, strict=args.strict, concurrency=args.concurrency,
+                        workers=args.workers, progress=bar)
     for entry in report["inputs"]:
         if entry.get("skipped_input"):
             print(f"{entry['input']}: already ingested (checkpoint {entry['checkpoint']}; --restart to redo)",

@@ -10,8 +10,9 @@ Inputs:
 * a directory: every ``*.html``/``*.htm``/``*.shtml``/``*.xhtml`` below it, in sorted order, with the
   relative path as id, bytes decoded like a browser would (GBK and Big5 included).
 
-For HTML the main text is extracted once and judged (the engine would extract the same text from
-the page again); the backend stores the cleaned text (``--text-field``), never the raw HTML.
+Documents are cleaned (HTML: main text extracted) and fingerprinted by ``workers`` processes
+(workers.py) and judged here in input order, so the verdicts do not depend on ``workers``; the
+backend stores the cleaned text (``--text-field``), never the raw HTML.
 
 Resuming: one checkpoint file per (index, input) records how far the input was written (last line
 number, or number of files), saved only after the backend's ``flush`` returned with every document
@@ -33,6 +34,7 @@ repeat" of itself.  That costs one ``terms`` search per bulk.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import html as htmllib
@@ -41,7 +43,7 @@ import logging
 import re
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,11 +53,11 @@ from elasticsearch import ApiError, AsyncElasticsearch
 
 from es_plugin.backend import ElasticsearchBackend
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
 from scrapy_zhdedup.jsonl import BadRecordError, open_input, read_records
-from scrapy_zhdedup.judge import Verdict
+from scrapy_zhdedup.judge import Prepared, Verdict
 from scrapy_zhdedup.text import decode_html
+from scrapy_zhdedup.workers import Job, PreparePool, prepare_job
 
 from .checkpoint import Checkpoint
 from .client import EsUnavailableError, make_async_client
@@ -79,12 +81,15 @@ class Item:
     """One document to judge; ``position`` is what the checkpoint stores once it is written."""
 
     doc_id: str
-    text: str
+    text: str | None
     document: dict[str, Any]
     path: str
     line: int
     position: int
-    html: str | None = None  # judged instead of ``text`` when given (a replayed crawl item)
+    html: str | None = None  # judged instead of ``text`` when given (its main text, extracted)
+
+
+Prepping = tuple[Item, Prepared | Exception]  # an item and what preparing it gave (PreparePool.map)
 
 
 class IngestStopped(ZhDedupError):
@@ -115,10 +120,9 @@ class _Stats:
 
 
 class Reader:
-    """Turns one input into items, extracting HTML main text with the engine's cleaner."""
+    """Turns one input into items (their pages are extracted with the text, by the workers)."""
 
-    def __init__(self, fingerprinter: Fingerprinter, strict: bool, errors: list[BadRecordError]) -> None:
-        self.extract = fingerprinter.cleaner.extract
+    def __init__(self, strict: bool, errors: list[BadRecordError]) -> None:
         self.strict = strict
         self.errors = errors
 
@@ -133,10 +137,7 @@ class Reader:
         with open_input(source) as fh:
             for rec in read_records(fh, str(source), strict=self.strict, start_line=start, errors=self.errors):
                 document = {k: v for k, v in rec.data.items() if k != "html"}  # the backend stores the clean text
-                text = rec.text
-                if rec.html is not None:  # html wins over text, as in `zhdedup scan` and the pipeline
-                    text = self.extract(rec.html)
-                yield Item(rec.doc_id, text or "", document, rec.path, rec.line, rec.line)
+                yield Item(rec.doc_id, rec.text, document, rec.path, rec.line, rec.line, rec.html)
 
     def html_dir(self, source: Path, files: list[Path], start: int) -> Iterator[Item]:
         for number, file in enumerate(files[start:], start=start + 1):
@@ -147,11 +148,17 @@ class Reader:
                 self.bad(str(file), 0, f"unreadable ({exc.strerror})")
                 continue
             title = _TITLE.search(page)
-            text = self.extract(page)
             document = {"id": rel, "path": rel}
             if title:
                 document["title"] = htmllib.unescape(title.group(1)).strip()
-            yield Item(rel, text, document, str(file), 0, number)
+            yield Item(rel, None, document, str(file), 0, number, page)
+
+
+def prepare(pool: PreparePool[Job, Prepared], items: Iterator[Item]) -> Iterator[Prepping]:
+    """Each item with its Prepared (or the error of preparing it), in order; html wins over text, as
+    in ``zhdedup scan`` and the pipeline."""
+    ours, theirs = itertools.tee(items)
+    return zip(ours, pool.map((item.doc_id, item.text, item.html) for item in theirs))
 
 
 def file_identity(path: Path) -> dict[str, Any]:
@@ -168,14 +175,15 @@ def html_files(directory: Path) -> list[Path]:
 
 def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: str = "annotate",
            checkpoint_dir: Path = DEFAULT_CHECKPOINT_DIR, restart: bool = False, strict: bool = False,
-           concurrency: int = 1, progress: Progress | None = None) -> dict[str, Any]:
+           concurrency: int = 1, workers: int | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """Ingest ``inputs`` into ``es.es_index``; returns counts per input and in total.
 
     ``mode="annotate"`` stores duplicates too (with their verdict, for folded search), ``"drop"``
     stores first copies only.  ``concurrency`` documents are judged at once, which overlaps their
     Elasticsearch round trips; among those, which of two near-duplicates counts as the first can
     then depend on timing (as in a crawl), so use 1 for decisions strictly in input order.
-    ``progress(n)`` is called with the number of documents just judged.
+    ``workers`` processes prepare the documents (default: the machine's cores); the verdicts do not
+    depend on their number.  ``progress(n)`` is called with the number of documents just judged.
     """
     if mode not in ("annotate", "drop"):
         raise ConfigError(f"mode must be 'annotate' or 'drop', not {mode!r}")
@@ -192,27 +200,30 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
             kinds.append("jsonl")
         else:
             raise ZhDedupError(f"{source}: no such file or directory")
+    pool = PreparePool(dedup, prepare_job, workers)  # checks workers before anything starts
     return asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
-                               concurrency, progress))
+                               concurrency, pool, progress))
 
 
 async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsConfig, mode: str,
                   checkpoint_dir: Path, restart: bool, strict: bool, concurrency: int,
-                  progress: Progress | None) -> dict[str, Any]:
+                  pool: PreparePool[Job, Prepared], progress: Progress | None) -> dict[str, Any]:
     if not es.es_dead_letter:  # beside the checkpoints: both say what this run did not finish
         es = dataclasses.replace(es, es_dead_letter=str(checkpoint_dir / DEFAULT_NAME))
     client = make_async_client(es, max_retries=0)  # the backend retries with its own backoff
     stats = _Stats()
     backend = ElasticsearchBackend(dedup, es, stats=stats, index_duplicates=mode == "annotate", client=client)
     errors: list[BadRecordError] = []
-    reader = Reader(Fingerprinter(dedup), strict, errors)
+    reader = Reader(strict, errors)
     reports = []
     started = time.perf_counter()
     try:
         await backend.open()
-        for source, kind in sources:
-            state = open_checkpoint(checkpoint_dir, es.es_index, source.resolve(), kind, restart)
-            reports.append(await _ingest_one(backend, client, reader, source, state, es, concurrency, progress))
+        with pool:
+            for source, kind in sources:
+                state = open_checkpoint(checkpoint_dir, es.es_index, source.resolve(), kind, restart)
+                reports.append(await _ingest_one(backend, client, reader, pool, source, state, es, concurrency,
+                                                 progress))
     except (EsUnavailableError, TransportError, ApiError) as exc:
         if not backend.dead_lettered:
             raise  # nothing judged since the checkpoint is lost: the checkpoint says where to go on
@@ -239,8 +250,9 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
     }
 
 
-async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch, reader: Reader, source: Path,
-                      state: Checkpoint, es: EsConfig, concurrency: int, progress: Progress | None) -> dict[str, Any]:
+async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch, reader: Reader,
+                      pool: PreparePool[Job, Prepared], source: Path, state: Checkpoint, es: EsConfig,
+                      concurrency: int, progress: Progress | None) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     kind, at = state.identity["kind"], state.progress
     report: dict[str, Any] = {"input": str(source), "kind": kind, "resumed_from": at["position"],
@@ -257,12 +269,14 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
         items = reader.html_dir(source, files, at["position"])
     else:
         items = reader.jsonl(source, at["position"])
-    stream = skip_stored(items, client, es.es_index, es.es_bulk_size, counts, RetryPolicy(es.es_max_retries))
-    await store(backend, stream, reader, state, counts, es.es_bulk_size, concurrency, progress)
+    policy = RetryPolicy(es.es_max_retries)
+    async with contextlib.aclosing(skip_stored(prepare(pool, items), client, es.es_index, es.es_bulk_size, counts,
+                                               policy)) as stream:
+        await store(backend, stream, reader, state, counts, es.es_bulk_size, concurrency, progress)
     return {**report, **counts, "done": True}
 
 
-async def store(backend: ElasticsearchBackend, items: AsyncIterator[Item], reader: Reader, state: Checkpoint,
+async def store(backend: ElasticsearchBackend, items: AsyncIterator[Prepping], reader: Reader, state: Checkpoint,
                 counts: Counter[str], bulk_size: int, concurrency: int, progress: Progress | None) -> None:
     """Judge and write ``items`` in order; ``state`` moves only over documents Elasticsearch acknowledged."""
     at = state.progress
@@ -288,9 +302,8 @@ async def store(backend: ElasticsearchBackend, items: AsyncIterator[Item], reade
             since_flush = 0
 
     try:
-        async for item in items:
-            in_flight.append((item, asyncio.ensure_future(
-                backend.judge(item.doc_id, text=item.text, html=item.html, document=item.document))))
+        async for item, prepared in items:
+            in_flight.append((item, asyncio.ensure_future(_judge(backend, item, prepared))))
             if len(in_flight) >= concurrency:
                 await settle()
         while in_flight:
@@ -312,6 +325,12 @@ async def store(backend: ElasticsearchBackend, items: AsyncIterator[Item], reade
         raise
 
 
+async def _judge(backend: ElasticsearchBackend, item: Item, prepared: Prepared | Exception) -> Verdict:
+    if isinstance(prepared, Exception):  # EmptyTextError, or a text no store can keep: a bad line
+        raise prepared
+    return await backend.judge_prepared(prepared, item.document)
+
+
 async def _commit(backend: ElasticsearchBackend, state: Checkpoint) -> None:
     """Write what is buffered, then checkpoint, unless Elasticsearch stopped taking documents: then stop."""
     await backend.flush()
@@ -327,21 +346,31 @@ def _stopped(backend: ElasticsearchBackend) -> str:
             f"or store just those with: {backend.replay_hint()}")
 
 
-async def skip_stored(items: Iterator[Item], client: AsyncElasticsearch, index: str, window: int,
-                      counts: Counter[str], policy: RetryPolicy) -> AsyncIterator[Item]:
-    """Items whose id the index does not hold yet, looked up ``window`` at a time (retried like every lookup)."""
+async def skip_stored(items: Iterator[Prepping], client: AsyncElasticsearch, index: str, window: int,
+                      counts: Counter[str], policy: RetryPolicy) -> AsyncGenerator[Prepping, None]:
+    """Items whose id the index does not hold yet, looked up ``window`` at a time (retried like every lookup).
+
+    ``items`` is read on a thread, one window ahead of the one being judged: reading and waiting for
+    the worker processes overlap judging and the event loop stays free for the bulk writes.
+    """
     await adrive(client, policy.call(lambda c: c.indices.refresh(index=index, ignore_unavailable=True),
                                      EsStats()))  # a killed run's last bulk
-    while True:
-        head = list(itertools.islice(items, window))
-        if not head:
-            return
-        stored = await stored_ids(client, index, [i.doc_id for i in head], policy)
-        for item in head:
-            if item.doc_id in stored:
-                counts["already_stored"] += 1
-            else:
-                yield item
+
+    def take() -> list[Prepping]:
+        return list(itertools.islice(items, window))
+
+    ahead = asyncio.ensure_future(asyncio.to_thread(take))
+    try:
+        while head := await ahead:
+            ahead = asyncio.ensure_future(asyncio.to_thread(take))
+            stored = await stored_ids(client, index, [item.doc_id for item, _ in head], policy)
+            for pair in head:
+                if pair[0].doc_id in stored:
+                    counts["already_stored"] += 1
+                else:
+                    yield pair
+    finally:  # the thread cannot be cancelled: let it finish before the pool or the input closes
+        await asyncio.gather(ahead, return_exceptions=True)
 
 
 async def stored_ids(client: AsyncElasticsearch, index: str, ids: list[str], policy: RetryPolicy) -> set[str]:

@@ -17,6 +17,7 @@ the lines whose document is now stored are dropped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections import Counter
@@ -26,15 +27,15 @@ from typing import Any
 from elasticsearch import AsyncElasticsearch
 
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.jsonl import BadRecordError
+from scrapy_zhdedup.workers import PreparePool, prepare_job
 
 from .backend import ElasticsearchBackend
 from .checkpoint import Checkpoint
 from .client import make_async_client
 from .deadletter import keep_only, read
-from .ingest import Item, Reader, skip_stored, store, stored_ids
+from .ingest import Item, Reader, prepare, skip_stored, store, stored_ids
 from .writer import RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def _item(record: dict[str, Any], path: Path, line: int, text_field: str, html_f
     document = {k: v for k, v in record["document"].items() if k != "zhdedup"}
     html = document.get(html_field)
     text = document.get(text_field)
-    return Item(str(record["doc_id"]), text if isinstance(text, str) else "", document, str(path), line, line,
+    return Item(str(record["doc_id"]), text if isinstance(text, str) else None, document, str(path), line, line,
                 html if isinstance(html, str) else None)
 
 
@@ -66,15 +67,17 @@ async def _replay(path: Path, dedup: DedupConfig, es: EsConfig, mode: str, text_
     backend = ElasticsearchBackend(dedup, es, index_duplicates=mode == "annotate", client=client)
     counts: Counter[str] = Counter()
     errors: list[BadRecordError] = []
-    reader = Reader(Fingerprinter(dedup), False, errors)
+    reader = Reader(False, errors)
     items = iter([_item(records[i], path, i + 1, text_field, html_field) for i in mine])
     policy = RetryPolicy(es.es_max_retries)
     finished = False
     try:
         await backend.open()
-        stream = skip_stored(items, client, es.es_index, es.es_bulk_size, counts, policy)
-        await store(backend, stream, reader, Checkpoint(None, {}, {"position": 0, "done": False}), counts,
-                    es.es_bulk_size, 1, None)
+        with PreparePool(dedup, prepare_job, workers=1) as pool:  # a dead-letter file is short
+            async with contextlib.aclosing(skip_stored(prepare(pool, items), client, es.es_index, es.es_bulk_size,
+                                                       counts, policy)) as stream:
+                await store(backend, stream, reader, Checkpoint(None, {}, {"position": 0, "done": False}), counts,
+                            es.es_bulk_size, 1, None)
         finished = True
     finally:
         try:

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import json
 import logging
 import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from tqdm import tqdm
 
 from . import __version__
 from .config import DedupConfig, add_options, from_args
-from .engine import Deduper
-from .errors import EmptyTextError, InvalidDocumentError, ZhDedupError
-from .jsonl import BadRecordError, input_name, open_input, read_records
+from .engine import Deduper, Fingerprinter
+from .errors import EmptyTextError, ZhDedupError
+from .jsonl import BadRecordError, Record, input_name, open_input, read_records
+from .judge import Prepared, judge
 from .output import AtomicOutput, refuse_overwriting_inputs
+from .workers import Job, PreparePool, add_workers_option, prepare_job
 
 
 def progress(total: int | None, unit: str, desc: str) -> tqdm:
@@ -27,8 +31,31 @@ def progress(total: int | None, unit: str, desc: str) -> tqdm:
     return tqdm(total=total, unit=unit, unit_scale=True, desc=desc, disable=not sys.stderr.isatty(), file=sys.stderr)
 
 
+def _in_order(records: Iterator[Record]) -> Iterator[Record | BadRecordError]:
+    """The records, then (``--strict``) the bad line in its place, so the lines before it are judged first."""
+    try:
+        yield from records
+    except BadRecordError as exc:
+        yield exc
+
+
+def _job(line: Record | BadRecordError) -> Job | BadRecordError:
+    return (line.doc_id, line.text, line.html) if isinstance(line, Record) else line
+
+
+def _scan_step(fingerprinter: Fingerprinter, job: Job | BadRecordError) -> Prepared:
+    """The workers' step (a bad line passes through as its own error, keeping its place)."""
+    if isinstance(job, BadRecordError):
+        raise job
+    return prepare_job(fingerprinter, job)
+
+
 def cmd_scan(args: argparse.Namespace) -> int:
-    """Judge every line; exit 1 when the input had lines but none could be judged."""
+    """Judge every line; exit 1 when the input had lines but none could be judged.
+
+    The ``--workers`` processes clean and fingerprint; this process judges, in input order, so the
+    verdicts do not depend on their number.
+    """
     refuse_overwriting_inputs(args.output, [args.input])
     deduper = Deduper.open(from_args(DedupConfig, args), args.store)  # locks the store: a second writer fails here
     counts: Counter[str] = Counter()
@@ -36,18 +63,21 @@ def cmd_scan(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     name = input_name(args.input)
     try:
-        with open_input(args.input) as fh, AtomicOutput(args.output) as out, progress(None, "doc", "scan") as bar:
-            for rec in read_records(fh, name, strict=args.strict, errors=errors):
-                try:
-                    verdict = deduper.check(rec.doc_id, text=rec.text, html=rec.html)
-                except (EmptyTextError, InvalidDocumentError) as exc:
-                    what = "no text to judge" if isinstance(exc, EmptyTextError) else "cannot be judged"
-                    bad = BadRecordError(rec.path, rec.line, f"{what} ({exc})")
+        with (open_input(args.input) as fh, AtomicOutput(args.output) as out, progress(None, "doc", "scan") as bar,
+              PreparePool(deduper.config, _scan_step, args.workers) as pool):
+            lines, jobs = itertools.tee(_in_order(read_records(fh, name, strict=args.strict, errors=errors)))
+            for line, prepared in zip(lines, pool.map(_job(line) for line in jobs)):
+                if isinstance(line, BadRecordError):  # --strict: every line before it was judged
+                    raise line
+                if isinstance(prepared, Exception):
+                    what = "no text to judge" if isinstance(prepared, EmptyTextError) else "cannot be judged"
+                    bad = BadRecordError(line.path, line.line, f"{what} ({prepared})")
                     if args.strict:
                         raise bad from None
                     logging.warning("skipped %s", bad)
                     errors.append(bad)
                     continue
+                verdict = judge(prepared, deduper.store)
                 counts[verdict.status] += 1
                 if verdict.rerun:
                     counts[f"rerun_{verdict.rerun}"] += 1
@@ -101,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--store", type=Path, help="directory that remembers what was seen, across runs (crash-safe, "
                                                  "one writer at a time); an id judged before gets its stored verdict")
     scan.add_argument("--strict", action="store_true", help="stop at the first bad line instead of skipping it")
+    add_workers_option(scan)
     add_options(scan, DedupConfig, "deduplication")
     scan.set_defaults(func=cmd_scan)
 

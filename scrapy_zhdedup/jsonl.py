@@ -30,6 +30,10 @@ class BadRecordError(ZhDedupError, ValueError):
         super().__init__(f"{path}:{line}: {reason}")
         self.path, self.line, self.reason = path, line, reason
 
+    def __reduce__(self) -> tuple[type[BadRecordError], tuple[str, int, str]]:
+        """Picklable, so it can travel through the worker processes in its line's place."""
+        return type(self), (self.path, self.line, self.reason)
+
 
 @dataclass(frozen=True)
 class Record:

@@ -17,7 +17,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import multiprocessing
+import multiprocessing.connection
 import os
+import signal
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -72,6 +75,17 @@ def _travelling(result: Any) -> Any:
 def _init(config: DedupConfig) -> None:
     global _fingerprinter
     _fingerprinter = Fingerprinter(config)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent stops the pool
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
+
+
+def _exit_with(parent_sentinel: int) -> None:
+    """A parent killed hard (kill -9) cannot stop its pool, and a worker waiting for work would wait
+    forever: it leaves when the parent's sentinel says the parent is gone."""
+    multiprocessing.connection.wait([parent_sentinel])
+    os._exit(1)
 
 
 def _run_chunk(step: Step[In, Out], chunk: list[In]) -> list[Out | Exception]:

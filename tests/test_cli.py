@@ -15,7 +15,7 @@ import pytest
 import zhtexts
 from zhtexts import news_page
 
-from scrapy_zhdedup import Deduper
+from scrapy_zhdedup import Deduper, cli
 from scrapy_zhdedup.cli import main
 
 ZHDEDUP = Path(sys.executable).with_name("zhdedup")
@@ -74,7 +74,7 @@ def big_scan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(p.returncode)")
     proc = subprocess.Popen(
         [sys.executable, "-c", measure, str(ZHDEDUP), "scan", str(source), "-o", str(workdir / "out.jsonl"),
-         "--store", str(workdir / "store")],
+         "--store", str(workdir / "store"), "--workers", "1"],  # one process: its peak is the whole run's
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     state = {"proc": proc, "workdir": workdir, "lines": len(lines)}
@@ -90,7 +90,7 @@ def big_scan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
 def test_scan_writes_one_line_per_input_in_input_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = _records()
     source = _write(tmp_path / "in.jsonl", records)
-    assert main(["scan", str(source)]) == 0
+    assert main(["scan", "--workers", "1", str(source)]) == 0
     captured = capsys.readouterr()
     out = _read(captured.out)
     assert [o["id"] for o in out] == [str(r["id"]) for r in records]
@@ -115,7 +115,7 @@ def test_scan_writes_one_line_per_input_in_input_order(tmp_path: Path, capsys: p
 def test_output_file_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = _records()
     source = _write(tmp_path / "in.jsonl", records)
-    assert main(["scan", str(source), "-o", str(tmp_path / "verdicts.jsonl")]) == 0
+    assert main(["scan", "--workers", "1", str(source), "-o", str(tmp_path / "verdicts.jsonl")]) == 0
     assert capsys.readouterr().out == ""
     assert _read((tmp_path / "verdicts.jsonl").read_text(encoding="utf-8")) == _oracle(records)
 
@@ -147,7 +147,7 @@ def test_bad_lines_are_reported_with_line_numbers_and_skipped(
 ) -> None:
     source = _bad_file(tmp_path)
     with caplog.at_level(logging.WARNING):
-        assert main(["scan", str(source)]) == 0
+        assert main(["scan", "--workers", "1", str(source)]) == 0
     captured = capsys.readouterr()
     assert [o["id"] for o in _read(captured.out)] == ["first", "last"]
     messages = [r.getMessage() for r in caplog.records]
@@ -163,7 +163,7 @@ def test_strict_stops_at_the_first_bad_line(tmp_path: Path, capsys: pytest.Captu
                                             bad_line: Any, number: int, reason: str) -> None:
     source = _write(tmp_path / "in.jsonl", [{"id": "a", "text": ARTICLES[0].text}, bad_line,
                                              {"id": "b", "text": ARTICLES[1].text}])
-    assert main(["scan", str(source), "--strict"]) == 2
+    assert main(["scan", "--workers", "1", str(source), "--strict"]) == 2
     captured = capsys.readouterr()
     assert f"zhdedup: error: {source}:{number}: {reason}" in captured.err
     assert [o["id"] for o in _read(captured.out)] == ["a"]
@@ -177,25 +177,25 @@ def test_store_persists_across_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
         {"id": "typo-1", "text": zhtexts.edit_chars(ARTICLES[1].text, 1, seed=3)},
         {"id": ARTICLES[6].id, "text": ARTICLES[6].text},
     ])
-    assert main(["scan", str(first), "--store", str(store)]) == 0
+    assert main(["scan", "--workers", "1", str(first), "--store", str(store)]) == 0
     assert {o["status"] for o in _read(capsys.readouterr().out)} == {"unique"}
     assert (store / "index.npz").exists() and (store / "store.json").exists()
-    assert main(["scan", str(second), "--store", str(store)]) == 0
+    assert main(["scan", "--workers", "1", str(second), "--store", str(store)]) == 0
     out = _read(capsys.readouterr().out)
     assert out[0] == {"id": "again-0", "status": "exact", "dup_of": ARTICLES[0].id, "distance": 0, "similarity": 1.0}
     assert (out[1]["status"], out[1]["dup_of"]) == ("near", ARTICLES[1].id)
     assert out[2]["status"] == "unique"
     # without the store the second day knows nothing
-    assert main(["scan", str(second)]) == 0
+    assert main(["scan", "--workers", "1", str(second)]) == 0
     assert {o["status"] for o in _read(capsys.readouterr().out)} == {"unique"}
 
 
 def test_corrupt_store_is_an_error_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "store"
     source = _write(tmp_path / "in.jsonl", [{"id": "a", "text": ARTICLES[0].text}])
-    assert main(["scan", str(source), "--store", str(store)]) == 0
+    assert main(["scan", "--workers", "1", str(source), "--store", str(store)]) == 0
     (store / "index.npz").write_bytes(b"this is not an index")
-    assert main(["scan", str(source), "--store", str(store)]) == 2
+    assert main(["scan", "--workers", "1", str(source), "--store", str(store)]) == 2
     err = capsys.readouterr().err
     assert f"zhdedup: error: {store / 'index.npz'}" in err and "Move or delete this file" in err
 
@@ -204,14 +204,14 @@ def test_dedup_options_reach_the_engine(tmp_path: Path, capsys: pytest.CaptureFi
     article = ARTICLES[3]
     source = _write(tmp_path / "in.jsonl", [{"id": "s", "text": article.text},
                                             {"id": "t", "text": zhtexts.traditional(article.text)}])
-    assert main(["scan", str(source)]) == 0
+    assert main(["scan", "--workers", "1", str(source)]) == 0
     assert _read(capsys.readouterr().out)[1]["dup_of"] == "s"
-    assert main(["scan", str(source), "--no-t2s", "--threshold", "0", "--features", "chars"]) == 0
+    assert main(["scan", "--workers", "1", str(source), "--no-t2s", "--threshold", "0", "--features", "chars"]) == 0
     assert _read(capsys.readouterr().out)[1]["status"] != "exact"
 
 
 def test_missing_input_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["scan", str(tmp_path / "nope.jsonl")]) == 2
+    assert main(["scan", "--workers", "1", str(tmp_path / "nope.jsonl")]) == 2
     assert "zhdedup: error:" in capsys.readouterr().err
 
 
@@ -221,7 +221,7 @@ def test_bom_and_undecodable_bytes_in_the_input(tmp_path: Path, capsys: pytest.C
     broken = json.dumps({"id": "b", "text": ARTICLES[1].text}, ensure_ascii=False).encode("utf-8").replace(
         "。".encode(), b"\xff", 1)
     source.write_bytes(b"\xef\xbb\xbf" + good + b"\n" + broken + b"\n")
-    assert main(["scan", str(source)]) == 0
+    assert main(["scan", "--workers", "1", str(source)]) == 0
     assert [o["status"] for o in _read(capsys.readouterr().out)] == ["unique", "unique"]
 
 
@@ -269,6 +269,6 @@ def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("a bug")
 
-    monkeypatch.setattr(Deduper, "check", broken)
+    monkeypatch.setattr(cli, "judge", broken)
     with pytest.raises(ValueError, match="a bug"):
-        main(["scan", str(_write(tmp_path / "in.jsonl", [{"id": "a", "text": "一段文字"}]))])
+        main(["scan", "--workers", "1", str(_write(tmp_path / "in.jsonl", [{"id": "a", "text": "一段文字"}]))])

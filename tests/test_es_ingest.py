@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,6 +95,37 @@ def test_jsonl_verdicts_fields_and_bad_lines(es_url: str, index: str, tmp_path: 
     with pytest.raises(BadRecordError, match=r"news\.jsonl:4: not JSON"):
         ingest([src], DEDUP, es_config(es_url, f"{index}-straight", tmp_path), checkpoint_dir=tmp_path / "ck2",
                strict=True)
+
+
+def test_workers_change_neither_verdicts_nor_what_is_stored(es_url: str, index: str, tmp_path: Path,
+                                                             es_client: Elasticsearch) -> None:
+    """Repeats right after their originals, judged 8 to a lookup batch (no second batch starts while
+    one is out: a long window), by one process and by two workers: the same index, in input order."""
+    originals = articles(12, max_chars=1500)
+    recs: list[dict[str, Any]] = []
+    for i, a in enumerate(originals):
+        recs.append({"id": f"a{i}", "text": a.text})
+        recs.append({"id": f"edit{i}", "text": edit_chars(a.text, 2, i)})
+        recs.append({"id": f"page{i}", "html": news_page(a.title, with_attribution(a.text))} if i % 2
+                    else {"id": f"trad{i}", "text": traditional(a.text)})
+    src = write_jsonl(tmp_path / "news.jsonl", recs, {5: "{broken", 20: json.dumps({"id": "blank", "text": "。。 ！"})})
+    names = {1: index, 2: f"{index}-straight"}
+    reports = {}
+    for workers, name in names.items():
+        cfg = dataclasses.replace(es_config(es_url, name, tmp_path, bulk=16), es_batch_window=60.0)
+        reports[workers] = ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / f"ck{workers}", concurrency=8,
+                                  workers=workers)
+    assert stored(es_client, names[1]) == stored(es_client, names[2])
+    counts = ("judged", "unique", "exact", "near", "bad", "bad_examples")
+    assert {k: reports[1][k] for k in counts} == {k: reports[2][k] for k in counts}
+
+    deduper = Deduper(DEDUP)
+    expected = {r["id"]: deduper.check(r["id"], text=r.get("text"), html=r.get("html")) for r in recs}
+    got = stored(es_client, names[2])
+    assert {d: (g["status"], g["dup_of"]) for d, g in got.items()} == {
+        d: (v.status, v.dup_of) for d, v in expected.items()}
+    statuses = [v.status for v in expected.values()]
+    assert statuses.count("near") >= 8 and statuses.count("exact") >= 3 and reports[2]["bad"] == 2
 
 
 def test_html_directory_in_gbk_and_big5(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch) -> None:

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import zhtexts
 
 from scrapy_zhdedup import DedupConfig, Deduper
@@ -50,9 +51,40 @@ def _write(path: Path, docs: list[dict[str, Any]] | list[str]) -> Path:
     return path
 
 
-def _scan(*args: str | Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([str(ZHDEDUP), "scan", *map(str, args)], input=stdin, capture_output=True, timeout=300,
-                          check=False)
+def _scan(*args: str | Path, stdin: bytes | None = None, workers: int = 1) -> subprocess.CompletedProcess[bytes]:
+    """One process unless the test is about the workers (spawning them costs a second or two per run)."""
+    return subprocess.run([str(ZHDEDUP), "scan", "--workers", str(workers), *map(str, args)], input=stdin,
+                          capture_output=True, timeout=300, check=False)
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (the worker pool and its resource tracker)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _wait_until_gone(pids: list[int], patience: float = 60.0) -> None:
+    deadline = time.monotonic() + patience
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [p for p in alive if _running(p)]
+    assert alive == [], f"processes {alive} outlived their parent"
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")  # a zombie has exited, whoever reaps it
 
 
 def _lines(data: bytes | str) -> list[dict[str, Any]]:
@@ -60,7 +92,8 @@ def _lines(data: bytes | str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def test_kill_9_at_random_moments_then_rerun_loses_nothing_and_says_the_same(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_kill_9_at_random_moments_then_rerun_loses_nothing_and_says_the_same(tmp_path: Path, workers: int) -> None:
     corpus = _write(tmp_path / "corpus.jsonl", CORPUS)
     uninterrupted = _scan(corpus, "--store", tmp_path / "fresh")
     assert uninterrupted.returncode == 0, uninterrupted.stderr
@@ -71,7 +104,7 @@ def test_kill_9_at_random_moments_then_rerun_loses_nothing_and_says_the_same(tmp
     rng = random.Random(20261122)
     reported: list[dict[str, Any]] = []
     for _ in range(3):  # each run is killed after a random number of further verdicts
-        proc = subprocess.Popen([str(ZHDEDUP), "scan", str(corpus), "--store", str(store)],
+        proc = subprocess.Popen([str(ZHDEDUP), "scan", str(corpus), "--store", str(store), "--workers", str(workers)],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert proc.stdout is not None
         stop_after = rng.randrange(5, 30)
@@ -80,9 +113,12 @@ def test_kill_9_at_random_moments_then_rerun_loses_nothing_and_says_the_same(tmp
             seen.append(json.loads(raw))
             if len(seen) >= len(reported) + stop_after:
                 break
+        workers_of_the_run = _children(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
         assert seen == expected[: len(seen)]  # a resumed run says what the first run said
+        assert len(workers_of_the_run) >= workers - 1
+        _wait_until_gone(workers_of_the_run)  # orphaned workers leave on their own
         reported = max(reported, seen, key=len)
 
     remembered = Deduper.open(DedupConfig(), store)
@@ -92,7 +128,7 @@ def test_kill_9_at_random_moments_then_rerun_loses_nothing_and_says_the_same(tmp
         remembered.close()
     assert lost == []
 
-    resumed = _scan(corpus, "--store", store, "-o", tmp_path / "out.jsonl")
+    resumed = _scan(corpus, "--store", store, "-o", tmp_path / "out.jsonl", workers=workers)
     assert resumed.returncode == 0, resumed.stderr
     assert _lines((tmp_path / "out.jsonl").read_text(encoding="utf-8")) == expected
     assert b"judged before (stored verdicts)" in resumed.stderr
@@ -141,7 +177,8 @@ def test_output_appears_only_when_the_run_ends(tmp_path: Path) -> None:
     corpus = _write(tmp_path / "c.jsonl", CORPUS)
     out = tmp_path / "out.jsonl"
     out.write_text("previous result\n", encoding="utf-8")
-    proc = subprocess.Popen([str(ZHDEDUP), "scan", str(corpus), "-o", str(out), "--store", str(tmp_path / "s")],
+    proc = subprocess.Popen([str(ZHDEDUP), "scan", str(corpus), "-o", str(out), "--store", str(tmp_path / "s"),
+                             "--workers", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log = tmp_path / "s" / "log.bin"
     while proc.poll() is None and not (log.exists() and log.stat().st_size > 2000):

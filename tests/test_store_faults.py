@@ -228,7 +228,7 @@ def test_a_second_writer_fails_at_open_and_the_first_keeps_its_data(tmp_path: Pa
     assert first.stdout.readline() == "ready\n"
     second_input = tmp_path / "other.jsonl"
     second_input.write_text(json.dumps({"id": "z", "text": ARTICLES[0].text}) + "\n", encoding="utf-8")
-    assert cli_main(["scan", str(second_input), "--store", str(store), "-o", str(tmp_path / "out.jsonl")]) == 2
+    assert cli_main(["scan", "--workers", "1", str(second_input), "--store", str(store), "-o", str(tmp_path / "out.jsonl")]) == 2
     err = capsys.readouterr().err
     assert f"{store}: the store is in use by another writer (pid {first.pid})" in err
     with pytest.raises(StoreLockedError):
@@ -292,7 +292,7 @@ def test_a_read_only_directory_is_an_error_at_open(read_only_dir: Path, tmp_path
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     corpus = _write_corpus(tmp_path / "corpus.jsonl")
     out = tmp_path / "out.jsonl"
-    assert cli_main(["scan", str(corpus), "--store", str(read_only_dir), "-o", str(out)]) == 2
+    assert cli_main(["scan", "--workers", "1", str(corpus), "--store", str(read_only_dir), "-o", str(out)]) == 2
     err = capsys.readouterr().err
     reason = "Permission denied" if os.geteuid() != 0 else "Operation not permitted"
     assert f"zhdedup: error: {read_only_dir}: cannot create the lock file ({reason})" in err
