@@ -1,31 +1,40 @@
-"""Lookup cost of the Elasticsearch backend on a populated index, per band layout.
+"""Lookup cost of the Elasticsearch backend on a populated index (default band layout; others on request).
 
-For each layout (pigeonhole ``blocks = k+1`` and the default ``blocks = k+2``) an index is filled with
-``--docs`` documents and then queried with real reposts:
+An index is filled with ``--docs`` documents shaped as the backend writes them (``zhdedup_fields``:
+SimHash band keys, the MinHash sketch and its 16 keys; passages off, the default), then queried with
+real reposts:
 
-* the documents are ``--queries`` real articles (``benchmarks.corpus.load_base``, with their passage
-  keys) plus synthetic fingerprints drawn bit by bit with the per-bit frequencies of the real ones
-  (so the bias of real SimHash bits, which is what makes band keys collide, is kept; segmenting a
-  million texts is not needed to get there; synthetic documents have no passage keys);
+* ``--queries`` real articles (``benchmarks.corpus.load_base``) with their full features
+  (``Fingerprinter.features``);
+* synthetic documents, each a random mixture of 8-15 sentences (split on 。！？) drawn from every base
+  article, cleaned as the engine cleans: their sketches and sketch keys are computed from that text,
+  so keys collide as often as sentences are shared (random sketches would never collide, which
+  flatters the lookup).  Their SimHash fingerprints are drawn bit by bit with the per-bit
+  frequencies of the real ones (the bias of real SimHash bits is what makes band keys collide;
+  segmenting a million texts is not needed to get there);
 * the queries are edited reposts of the real articles (the ``benchmarks.reposts`` transforms);
-* measured: band candidates per lookup (documents sharing a band key), latency of the raw Elasticsearch
-  lookup (realtime GET by hash + band search), latency of a whole ``judge`` through
-  :class:`ElasticsearchBackend` (cleaning and fingerprint included), items/s with concurrent
-  judgements, and bytes on disk per document after a force merge (``_stats/store``).
+* measured: candidates per lookup (hits on the first page, how many of them via the sketch keys,
+  how many pass :class:`~scrapy_zhdedup.judge.NearRule`, and all matching documents), latency of the
+  raw lookup (realtime ``mget`` by hash, then the ``near_query`` search, as ``EsLookups`` sends them),
+  latency of a whole ``judge`` through :class:`ElasticsearchBackend` (cleaning and features
+  included), items/s with concurrent judgements, and bytes on disk per document after a force merge.
 
-Run on demand (not a test)::
+Run on demand (not a test); writes ``benchmarks/results/lookup-es.json``::
 
-    python -m benchmarks.bench_es_lookup --url http://127.0.0.1:9250 [--docs 100000] [--queries 1000]
+    python -m benchmarks.bench_es_lookup --url "$(bash scripts/es-node.sh url)" [--docs 1000000] [--queries 1000]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import json
 import os
 import random
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -35,18 +44,22 @@ from typing import Any
 import numpy as np
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
+from benchmarks import common
 from benchmarks.corpus import load_base
-from benchmarks.reposts import TRANSFORMS
+from benchmarks.reposts import TRANSFORMS, sentences
 from es_plugin.backend import ElasticsearchBackend
-from es_plugin.lookups import near_query
-from es_plugin.template import install, template_name
-from scrapy_zhdedup import __version__
+from es_plugin.lookups import SEARCH_PAGE, near_query, query_features
+from es_plugin.template import install, template_name, zhdedup_fields
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Fingerprinter
+from scrapy_zhdedup.judge import Features, Verdict
+from scrapy_zhdedup.sketch import Sketch, band_keys, estimate_many, sketch
 from scrapy_zhdedup.text import content_hash
 
 CHUNK = 5000  # documents per bulk request while loading
+SENTENCES = (8, 15)  # sentences per synthetic document
+SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.fp", "zhdedup.sketch", "zhdedup.seen_at"]  # what EsLookups.near reads
 
 
 @dataclass
@@ -54,11 +67,10 @@ class Real:
     doc_id: str
     text: str
     digest: str
-    fp: int
-    passages: list[int]
+    features: Features
 
 
-def percentile(values: list[float], q: float) -> float:
+def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.array(values), q)) if values else float("nan")
 
 
@@ -66,9 +78,13 @@ def real_articles(n: int, fingerprinter: Fingerprinter) -> list[Real]:
     out = []
     for article in load_base(limit=n):
         clean = fingerprinter.clean(text=article.text)
-        out.append(Real(article.id, article.text, content_hash(clean), fingerprinter.fingerprint(clean),
-                        fingerprinter.passages(clean)))
+        out.append(Real(article.id, article.text, content_hash(clean), fingerprinter.features(clean)))
     return out
+
+
+def sentence_pool(fingerprinter: Fingerprinter) -> list[str]:
+    """The sentences of every base article, cleaned as the engine cleans."""
+    return [s for article in load_base() for s in sentences(fingerprinter.clean(text=article.text))]
 
 
 def reposts(articles: list[Real]) -> list[tuple[str, str]]:
@@ -92,33 +108,35 @@ def synthetic_fps(real: np.ndarray, n: int, rng: np.random.Generator) -> np.ndar
     return out
 
 
-def ndjson_chunk(index: str, layout: BandLayout, ids: list[str], digests: list[str], fps: np.ndarray,
-                 seen_at: str, passages: list[list[int]] | None = None) -> str:
-    """Bulk body for documents shaped as the backend writes them (zhdedup fields plus a url)."""
-    keys = layout.table_keys_array(fps) & np.uint64((1 << layout.key_bits) - 1)
-    names = layout.field_names
+def synthetic_documents(pool: list[str], fps: np.ndarray, max_chars: int,
+                        seed: int) -> Iterator[tuple[str, str, Features]]:
+    """``(doc_id, content hash, features)`` of sentence mixtures, one per fingerprint in ``fps``."""
+    rng = random.Random(seed)
+    for i, fp in enumerate(fps.tolist()):
+        text = "".join(rng.choices(pool, k=rng.randint(*SENTENCES)))
+        summary = sketch(text[:max_chars])
+        yield f"syn-{i}", content_hash(text), Features(fp, [], summary, band_keys(summary))
+
+
+def bulk_body(index: str, layout: BandLayout, docs: list[tuple[str, str, Features]], seen_at: datetime) -> str:
+    """Bulk ``create`` body of first copies, each with a url and the ``zhdedup`` fields the backend writes."""
     lines = []
-    for i, (doc_id, digest, fp, row) in enumerate(zip(ids, digests, fps.tolist(), keys.tolist())):
-        bands = ",".join(f'"{name}":"{key:x}"' for name, key in zip(names, row))
-        if passages and passages[i]:
-            bands += ',"passages":[' + ",".join(f'"{key:08x}"' for key in passages[i]) + "]"
-        lines.append(f'{{"create":{{"_index":"{index}","_id":"{digest}"}}}}')
-        lines.append(
-            f'{{"url":"{doc_id}","zhdedup":{{"fp":"{fp:016x}",{bands},"hash":"{digest}","doc_id":"{doc_id}",'
-            f'"status":"unique","cluster":"{doc_id}","seen_at":"{seen_at}","version":"{__version__}"}}}}'
-        )
+    for doc_id, digest, features in docs:
+        verdict = Verdict(doc_id, "unique", None, None, doc_id, digest, features.fingerprint)
+        lines.append(json.dumps({"create": {"_index": index, "_id": digest}}))
+        lines.append(json.dumps({"url": doc_id, "zhdedup": zhdedup_fields(verdict, layout, seen_at, features=features)}))
     return "\n".join(lines) + "\n"
 
 
 def load(client: Elasticsearch, index: str, layout: BandLayout, n_synthetic: int, real: list[Real],
-         seed: int) -> float:
-    """Create the index and bulk-load it; returns seconds taken."""
+         pool: list[str], max_chars: int, seed: int) -> float:
+    """Create the index and bulk-load it; returns seconds taken (force merge included)."""
     started = time.perf_counter()
     install(client, index, layout)
     client.indices.put_settings(index=index, settings={"index": {"refresh_interval": "-1", "number_of_replicas": 0}})
-    rng = np.random.default_rng(seed)
-    fps = synthetic_fps(np.array([r.fp for r in real], dtype=np.uint64), n_synthetic, rng)
-    seen_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    fps = synthetic_fps(np.array([r.features.fingerprint for r in real], dtype=np.uint64), n_synthetic,
+                        np.random.default_rng(seed))
+    seen_at = datetime.now(timezone.utc)
 
     def send(body: str) -> None:
         response = client.bulk(body=body)
@@ -126,18 +144,18 @@ def load(client: Elasticsearch, index: str, layout: BandLayout, n_synthetic: int
             bad = next(next(iter(i.values())) for i in response["items"] if next(iter(i.values()))["status"] >= 300)
             raise RuntimeError(f"bulk load rejected a document: {bad}")
 
-    with ThreadPoolExecutor(2) as pool:
-        jobs = [pool.submit(send, ndjson_chunk(index, layout, [r.doc_id for r in real], [r.digest for r in real],
-                                                np.array([r.fp for r in real], dtype=np.uint64), seen_at,
-                                                [r.passages for r in real]))]
-        for start in range(0, n_synthetic, CHUNK):
-            count = min(CHUNK, n_synthetic - start)
-            ids = [f"syn-{i}" for i in range(start, start + count)]
-            digests = [os.urandom(16).hex() for _ in range(count)]
-            body = ndjson_chunk(index, layout, ids, digests, fps[start : start + count], seen_at)
-            jobs.append(pool.submit(send, body))
-            if len(jobs) > 4:
-                jobs.pop(0).result()
+    with ThreadPoolExecutor(2) as pool_:
+        jobs = [pool_.submit(send, bulk_body(index, layout, [(r.doc_id, r.digest, r.features) for r in real], seen_at))]
+        batch: list[tuple[str, str, Features]] = []
+        for n, doc in enumerate(synthetic_documents(pool, fps, max_chars, seed), 1):
+            batch.append(doc)
+            if len(batch) == CHUNK or n == n_synthetic:
+                jobs.append(pool_.submit(send, bulk_body(index, layout, batch, seen_at)))
+                batch = []
+                if len(jobs) > 4:
+                    jobs.pop(0).result()
+                if n % 100_000 < CHUNK:
+                    print(f"# loaded {n:,} synthetic documents in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         for job in jobs:
             job.result()
     client.indices.put_settings(index=index, settings={"index": {"refresh_interval": None}})
@@ -146,26 +164,41 @@ def load(client: Elasticsearch, index: str, layout: BandLayout, n_synthetic: int
     return time.perf_counter() - started
 
 
-async def raw_lookups(url: str, index: str, dedup: DedupConfig,
-                      queries: list[tuple[str, int, list[int]]]) -> dict[str, Any]:
-    """Realtime GET by hash + band/passage search, as the backend does, timed one at a time; plus band candidates."""
+async def raw_lookups(url: str, index: str, dedup: DedupConfig, queries: list[tuple[str, str, Features]]) -> dict[str, Any]:
+    """The backend's two requests per document (realtime ``mget`` by hash, the ``near_query`` search),
+    timed one document at a time; then the candidates they returned, verified as ``EsLookups`` does."""
     client = AsyncElasticsearch(url, request_timeout=60)
-    latencies, candidates = [], []
+    rule = dedup.rule
+    latencies: list[float] = []
+    hits_n, via_sketch, passed, matching, found = [], [], [], [], 0
     try:
-        for digest, fp, passages in queries:
-            query = near_query(dedup.layout, fp, passages, dedup.passage_share)
+        for source_id, digest, features in queries:
+            query = near_query(dedup.layout, query_features(features), dedup.passage_share)
             started = time.perf_counter()
-            await client.options(ignore_status=404).get(index=index, id=digest, source_includes=["zhdedup.doc_id"])
-            await client.search(index=index, query=query, size=100, track_total_hits=False,
-                                source_includes=["zhdedup.fp", "zhdedup.doc_id", "zhdedup.cluster", "zhdedup.seen_at"])
+            await client.mget(index=index, ids=[digest], source_includes=["zhdedup.doc_id"], realtime=True)
+            response = await client.search(index=index, query=query, size=SEARCH_PAGE, track_total_hits=False,
+                                           source_includes=SOURCE)
             latencies.append(1000 * (time.perf_counter() - started))
-            count = await client.count(index=index, query=near_query(dedup.layout, fp))
-            candidates.append(count["count"])
+            hits = response["hits"]["hits"]
+            hits_n.append(len(hits))
+            via_sketch.append(sum("sketch" in hit.get("matched_queries", ()) for hit in hits))
+            accepted = []
+            if hits:
+                stored = [Sketch.from_bytes(base64.b64decode(h["_source"]["zhdedup"]["sketch"])) for h in hits]
+                overlaps = estimate_many(features.sketch, np.stack([s.values for s in stored]),
+                                         np.array([s.shingles for s in stored]))
+                accepted = [h["_source"]["zhdedup"]["doc_id"] for h, o in zip(hits, overlaps) if rule.score(o) is not None]
+            passed.append(len(accepted))
+            found += source_id in accepted
+            matching.append((await client.count(index=index, query=query))["count"])
     finally:
         await client.close()
-    return {"lookup_p50": percentile(latencies, 50), "lookup_p99": percentile(latencies, 99),
-            "cand_mean": float(np.mean(candidates)), "cand_p50": percentile(candidates, 50),
-            "cand_p99": percentile(candidates, 99), "cand_max": max(candidates)}
+    return {"lookup_p50": percentile(latencies, 50), "lookup_p95": percentile(latencies, 95),
+            "lookup_p99": percentile(latencies, 99), "hits_mean": float(np.mean(hits_n)),
+            "hits_p99": percentile(hits_n, 99), "hits_max": max(hits_n), "via_sketch_mean": float(np.mean(via_sketch)),
+            "passed_mean": float(np.mean(passed)), "passed_max": max(passed),
+            "matching_mean": float(np.mean(matching)), "matching_p99": percentile(matching, 99),
+            "matching_max": max(matching), "source_found": found / len(queries)}
 
 
 async def through_backend(url: str, index: str, dedup: DedupConfig, items: list[tuple[str, str]],
@@ -201,9 +234,10 @@ async def through_backend(url: str, index: str, dedup: DedupConfig, items: list[
 
 
 def cpu_per_item(fingerprinter: Fingerprinter, items: list[tuple[str, str]]) -> float:
+    """Milliseconds of cleaning and features per item (what a judgement costs before Elasticsearch)."""
     started = time.perf_counter()
     for _, text in items:
-        fingerprinter.fingerprint(fingerprinter.clean(text=text))
+        fingerprinter.features(fingerprinter.clean(text=text))
     return 1000 * (time.perf_counter() - started) / len(items)
 
 
@@ -213,22 +247,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=100_000, help="documents in each index (default %(default)s)")
     parser.add_argument("--queries", type=int, default=1000, help="real articles loaded and queried by repost")
     parser.add_argument("--threshold", type=int, default=3)
-    parser.add_argument("--blocks", default="k+1,k+2", help="layouts to compare (default %(default)s)")
+    parser.add_argument("--blocks", default="k+2", help="layouts to compare, e.g. k+1,k+2 (default %(default)s)")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--keep", action="store_true", help="keep the indices afterwards")
     args = parser.parse_args(argv)
 
+    info = common.start(f"Elasticsearch lookup cost at {args.docs:,} documents")
     client = Elasticsearch(args.url, request_timeout=600)
+    heap = client.nodes.stats(metric="jvm")["nodes"]
+    info["es_heap_max_bytes"] = [n["jvm"]["mem"]["heap_max_in_bytes"] for n in heap.values()]
     fingerprinter = Fingerprinter(DedupConfig(threshold=args.threshold))
     t0 = time.perf_counter()
     real = real_articles(args.queries, fingerprinter)
+    pool = sentence_pool(fingerprinter)
     items = reposts(real)
-    print(f"# {len(real)} real articles and reposts ready in {time.perf_counter() - t0:.0f} s; "
-          f"clean+fingerprint CPU {cpu_per_item(fingerprinter, items):.2f} ms/item", file=sys.stderr)
+    cpu_ms = cpu_per_item(fingerprinter, items)
+    print(f"# {len(real)} real articles, their reposts and {len(pool):,} pool sentences ready in "
+          f"{time.perf_counter() - t0:.0f} s; clean+features CPU {cpu_ms:.2f} ms/item", file=sys.stderr)
     queries = []
-    for _, text in items:
+    for (_, text), source in zip(items, real):
         clean = fingerprinter.clean(text=text)
-        queries.append((content_hash(clean), fingerprinter.fingerprint(clean), fingerprinter.passages(clean)))
+        queries.append((source.doc_id, content_hash(clean), fingerprinter.features(clean)))
 
     rows = []
     for spec in args.blocks.split(","):
@@ -237,30 +276,33 @@ def main(argv: list[str] | None = None) -> int:
         layout = dedup.layout
         index = f"bench-lookup-{args.docs}-b{blocks}"
         client.options(ignore_status=404).indices.delete(index=index)
-        seconds = load(client, index, layout, args.docs - len(real), real, seed=blocks)
+        seconds = load(client, index, layout, args.docs - len(real), real, pool, dedup.max_chars, seed=blocks)
         stats = client.indices.stats(index=index, metric=["store", "docs"])["indices"][index]["primaries"]
-        row = {"docs": stats["docs"]["count"], "blocks": blocks, "tables": len(layout.tables),
-               "key_bits": layout.key_bits, "load_s": seconds,
-               "bytes_doc": stats["store"]["size_in_bytes"] / stats["docs"]["count"]}
+        row: dict[str, Any] = {"docs": stats["docs"]["count"], "blocks": blocks, "tables": len(layout.tables),
+                               "load_s": seconds, "bytes_doc": stats["store"]["size_in_bytes"] / stats["docs"]["count"],
+                               "load_avg_after_load": [round(x, 2) for x in os.getloadavg()]}
         row.update(asyncio.run(raw_lookups(args.url, index, dedup, queries)))
         row.update(asyncio.run(through_backend(args.url, index, dedup, items, args.concurrency,
                                                Path(f"/tmp/{index}-dead-letter.jsonl"))))
+        row["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
         rows.append(row)
         print(f"# {row}", file=sys.stderr)
         if not args.keep:
             client.indices.delete(index=index)
             client.options(ignore_status=404).indices.delete_index_template(name=template_name(index))
 
-    header = ("docs", "blocks", "tables", "key bits", "cand mean", "cand p50", "cand p99", "cand max",
-              "ES lookup p50 ms", "ES lookup p99 ms", "judge p50 ms", "judge p99 ms",
-              f"items/s (c={args.concurrency})", "near found", "bytes/doc", "load s")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for r in rows:
-        print(f"| {r['docs']} | {r['blocks']} | {r['tables']} | {r['key_bits']} | {r['cand_mean']:.2f} | "
-              f"{r['cand_p50']:.0f} | {r['cand_p99']:.0f} | {r['cand_max']} | {r['lookup_p50']:.2f} | "
-              f"{r['lookup_p99']:.2f} | {r['judge_p50']:.1f} | {r['judge_p99']:.1f} | {r['items_s']:.0f} | "
-              f"{r['near']:.1%} | {r['bytes_doc']:.0f} | {r['load_s']:.0f} |")
+    header = ("docs", "blocks", "hits mean", "hits p99", "via sketch mean", "pass rule mean", "matching mean",
+              "matching p99", "source found", "lookup p50 ms", "p95 ms", "p99 ms", "judge p50 ms", "judge p99 ms",
+              f"items/s (c={args.concurrency})", "near", "bytes/doc", "load s")
+    tables = [common.table(header, [
+        (r["docs"], r["blocks"], r["hits_mean"], r["hits_p99"], r["via_sketch_mean"], r["passed_mean"],
+         r["matching_mean"], r["matching_p99"], f"{r['source_found']:.1%}", r["lookup_p50"], r["lookup_p95"],
+         r["lookup_p99"], r["judge_p50"], r["judge_p99"], r["items_s"], f"{r['near']:.1%}", r["bytes_doc"],
+         r["load_s"]) for r in rows])]
+    print(tables[0])
+    info["clean_features_ms_per_item"] = cpu_ms
+    name = "lookup-es" if args.docs == 1_000_000 else f"lookup-es-{args.docs}"
+    common.write_results(name, info, vars(args), rows, tables)
     return 0
 
 

@@ -3,12 +3,15 @@
 ``zhdedup scan -o FILE`` writes to a temporary file beside FILE and renames it over FILE only when
 the run finishes, so an interrupted run never leaves a truncated result where a complete one
 was expected; and an output that names one of the inputs is refused before anything is opened
-for writing (``-o c.jsonl c.jsonl`` used to empty the input).
+for writing (``-o c.jsonl c.jsonl`` used to empty the input).  An output that is not a regular file
+(``-o /dev/null``, a named pipe) is written in place: renaming over it would replace the device
+with a file (run as root, ``scan -o /dev/null`` left a root-only 0600 regular file at /dev/null).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -37,7 +40,8 @@ def refuse_overwriting_inputs(output: str | None, inputs: Iterable[str | Path]) 
 
 
 class AtomicOutput:
-    """A text stream for ``path`` (``None``/``-``: stdout) that replaces ``path`` only on success."""
+    """A text stream for ``path`` (``None``/``-``: stdout) that replaces ``path`` only on success
+    (a device or named pipe is written in place)."""
 
     def __init__(self, path: str | None) -> None:
         self.path = None if path in (None, STDOUT) else Path(path)
@@ -47,6 +51,9 @@ class AtomicOutput:
     def __enter__(self) -> IO[str]:
         if self.path is None:
             return sys.stdout
+        if self.path.exists() and not stat.S_ISREG(self.path.stat().st_mode):
+            self._fh = open(self.path, "w", encoding="utf-8")
+            return self._fh
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
         self._tmp = Path(tmp)
@@ -55,11 +62,14 @@ class AtomicOutput:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self._fh is None or self._tmp is None or self.path is None:
+        if self._fh is None:
+            return
+        if self._tmp is None:  # a device or pipe, written in place
+            self._fh.close()
             return
         try:
             self._fh.close()
-            if kind is None:
+            if kind is None and self.path is not None:
                 os.replace(self._tmp, self.path)
         finally:
             self._tmp.unlink(missing_ok=True)
