@@ -200,7 +200,8 @@ def add_options(parser: argparse.ArgumentParser, cls: type[Any], title: str, *, 
         env = PREFIX + f.name.upper()
         default = _convert(env, os.environ[env], hints[f.name]) if environment and env in os.environ else f.default
         flag = meta["flag"] or "--" + f.name.removeprefix("es_").replace("_", "-")
-        text = meta["help"].replace("`", "")  # Markdown quotes, for the README's settings table
+        # Markdown quotes are for the README's settings table; a literal % would be an argparse format
+        text = meta["help"].replace("`", "").replace("%", "%%")
         if hints[f.name] is bool:  # the help says what the setting does; the switch turns it off or on
             g.add_argument(flag, dest=f.name, action="store_false" if f.default else "store_true",
                            default=default, help=f"turn off: {text}" if f.default else text)
