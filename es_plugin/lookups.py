@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,11 +23,11 @@ from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.fingerprint import hamming
 from scrapy_zhdedup.judge import Features, Match, NearRule, Prepared, Verdict, closest
 from scrapy_zhdedup.passages import votes_needed
-from scrapy_zhdedup.sketch import Sketch, estimate_many
+from scrapy_zhdedup.sketch import estimate_many
 
 from .buffer import BulkBuffer
 from .steps import Call, Steps
-from .template import sketch_terms
+from .template import sketch_terms, stored_sketch
 from .writer import EsStats, RetryPolicy
 
 SEARCH_PAGE = 100  # candidates per search page, most shared keys first
@@ -121,7 +120,7 @@ class EsLookups:
         stored = [z for z in stored if "sketch" in z]
         if not stored:
             return None
-        sketches = [Sketch.from_bytes(base64.b64decode(z["sketch"])) for z in stored]
+        sketches = [stored_sketch(z) for z in stored]
         overlaps = estimate_many(features.sketch, np.stack([s.values for s in sketches]),
                                  np.array([s.shingles for s in sketches]))
         accepted = []

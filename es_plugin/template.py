@@ -28,7 +28,7 @@ from scrapy_zhdedup import __version__
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.errors import ConfigError, LayoutMismatchError, ZhDedupError
 from scrapy_zhdedup.judge import Features, Verdict
-from scrapy_zhdedup.sketch import Sketch, band_keys
+from scrapy_zhdedup.sketch import Sketch
 
 from .chinese import DEFAULT_SEARCH, SearchText
 from .steps import Steps, adrive, drive
@@ -121,6 +121,11 @@ def sketch_field(summary: Sketch) -> str:
     return base64.b64encode(summary.to_bytes()).decode("ascii")
 
 
+def stored_sketch(z: dict[str, Any]) -> Sketch:
+    """The sketch of a stored ``zhdedup`` object (the inverse of :func:`sketch_field`)."""
+    return Sketch.from_bytes(base64.b64decode(z["sketch"]))
+
+
 def zhdedup_fields(verdict: Verdict, layout: BandLayout, seen_at: datetime, *,
                    features: Features | None = None, words: str | None = None) -> dict[str, Any]:
     """The ``zhdedup`` sub-document for ``verdict``; ``features`` are what later near lookups find
@@ -153,10 +158,9 @@ def zhdedup_fields(verdict: Verdict, layout: BandLayout, seen_at: datetime, *,
 def stored_features(z: dict[str, Any], passages: list[int] | None = None) -> Features:
     """The features of a stored ``zhdedup`` object (the inverse of :func:`zhdedup_fields`); its passage
     keys are given (re-derived from the text) or read back.  KeyError/ValueError if it has none."""
-    summary = Sketch.from_bytes(base64.b64decode(z["sketch"]))
     if passages is None:
         passages = [int(key, 16) for key in z.get("passages", ())]
-    return Features(int(z["fp"], 16), passages, summary, band_keys(summary))
+    return Features.of(int(z["fp"], 16), passages, stored_sketch(z))
 
 
 # --- checks on an existing index ---------------------------------------------------------------------

@@ -15,7 +15,7 @@ from .features import Featurizer
 from .fingerprint import SimHasher
 from .judge import Features, Prepared, Verdict, judge
 from .passages import passage_keys
-from .sketch import band_keys, sketch
+from .sketch import sketch
 from .store import EmbeddedStore
 from .text import TextCleaner, content_hash
 from .validate import check_id, check_unicode
@@ -62,8 +62,7 @@ class Fingerprinter:
 
     def features(self, clean_text: str) -> Features:
         """Everything a near lookup needs, from the first ``max_chars`` characters."""
-        summary = sketch(clean_text[: self.max_chars])
-        return Features(self.fingerprint(clean_text), self.passages(clean_text), summary, band_keys(summary))
+        return Features.of(self.fingerprint(clean_text), self.passages(clean_text), sketch(clean_text[: self.max_chars]))
 
 
 class Deduper:

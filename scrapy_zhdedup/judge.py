@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
 
-from .sketch import Overlap, Sketch
+from .sketch import Overlap, Sketch, band_keys
 
 if TYPE_CHECKING:
     from .engine import Fingerprinter
@@ -91,6 +91,11 @@ class Features(NamedTuple):
     passages: list[int]  # passage keys (passages.py), empty unless passages are on
     sketch: Sketch  # MinHash sketch (sketch.py): verifies candidates
     sketch_keys: list[int]  # its LSH band keys: finds candidates
+
+    @classmethod
+    def of(cls, fingerprint: int, passages: list[int], summary: Sketch) -> Features:
+        """Features with the sketch's band keys derived from it (computed, or read back from a store)."""
+        return cls(fingerprint, passages, summary, band_keys(summary))
 
 
 @dataclass(frozen=True)

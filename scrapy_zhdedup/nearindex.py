@@ -24,10 +24,11 @@ import numpy as np
 
 from .bandindex import BandIndex
 from .bands import BandLayout
+from .fingerprint import hamming
 from .judge import Features, NearRule, closest
 from .keytable import KeyTable
 from .passages import votes_needed
-from .sketch import SIZE, Sketch, estimate_many
+from .sketch import SIZE, estimate_many
 
 MAX_POSTINGS = 64  # a key in more documents than this is boilerplate, not evidence
 
@@ -60,9 +61,6 @@ class NearIndex:
         self._shingles.append(min(features.sketch.shingles, 0xFFFF_FFFF))
         return row
 
-    def sketch(self, row: int) -> Sketch:
-        return Sketch(np.array(self._values[SIZE * row : SIZE * row + SIZE], dtype=np.uint16), self._shingles[row])
-
     def candidates(self, features: Features) -> list[int]:
         """Rows named by any key: SimHash bands, sketch keys, enough shared passages."""
         rows = set(self.bands.candidates(features.fingerprint))
@@ -90,7 +88,7 @@ class NearIndex:
         for row, overlap in zip(rows, overlaps):
             score = self.rule.score(overlap)
             if score is not None:
-                hits.append(Hit(row, (self.bands.fingerprint(row) ^ features.fingerprint).bit_count(), score))
+                hits.append(Hit(row, hamming(self.bands.fingerprint(row), features.fingerprint), score))
         return hits
 
     def compact(self) -> None:

@@ -33,7 +33,7 @@ from .judge import Features, Match, NearRule, Status, Verdict, rounded
 from .keytable import KeyTable
 from .nearindex import NearIndex
 from .persist import atomic_write
-from .sketch import Sketch, band_keys
+from .sketch import Sketch
 from .storelock import DirectoryLock
 from .storelog import LOG_FILE, LogWriter, Record, read_log
 from .storemeta import FORMAT, META_FILE, check_or_record, fingerprint_settings
@@ -191,8 +191,7 @@ class EmbeddedStore:
     def _apply(self, record: Record, features: Features | None = None) -> None:
         if record.row >= 0:
             if features is None:  # replaying the log
-                summary = Sketch.from_bytes(record.sketch)
-                features = Features(record.fingerprint, record.passages, summary, band_keys(summary))
+                features = Features.of(record.fingerprint, record.passages, Sketch.from_bytes(record.sketch))
             self._near.add(features)
             self._roots.append(record.root)
             self._row_entry.append(record.entry)
