@@ -63,7 +63,7 @@ from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
 from .lookups import EsAnswers, EsLookups, LookupItemError, query_features, repeat_id
 from .steps import adrive
 from .template import ainstall, zhdedup_fields
-from .window import LookupWindow
+from .window import Entry, LookupWindow
 from .writer import Action, BulkWriter, EsStats, RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -182,17 +182,18 @@ class ElasticsearchBackend:
         prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
         return await self.judge_prepared(prepared, document)
 
-    async def judge_prepared(self, prepared: Prepared, document: dict[str, Any]) -> Verdict:
-        """:meth:`judge` of a document prepared elsewhere (``es ingest``'s worker processes)."""
+    async def judge_prepared(self, prepared: Prepared, document: dict[str, Any], words: str | None = None) -> Verdict:
+        """:meth:`judge` of a document prepared elsewhere (``es ingest``'s worker processes), with its
+        words for search when they were segmented there too (``chinese.segment``)."""
         self._check_open()
         if self._window is None:
             self._window = LookupWindow(self.judge_many, self.es.es_batch_window, MAX_LOOKUP_BATCH)
-        outcome = await self._window.submit(prepared, document)
+        outcome = await self._window.submit((prepared, document, words))
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
 
-    async def judge_many(self, entries: Sequence[tuple[Prepared, dict[str, Any]]]) -> list[Verdict | Exception]:
+    async def judge_many(self, entries: Sequence[Entry]) -> list[Verdict | Exception]:
         """Judge prepared documents in order with one ``mget`` and one ``_msearch`` for all of them.
 
         The verdicts are those of judging them one at a time in this order: each is judged against
@@ -204,7 +205,8 @@ class ElasticsearchBackend:
         client = await self._start()
         outcomes: list[Verdict | Exception | None] = [None] * len(entries)
         todo: list[tuple[int, Prepared, dict[str, Any]]] = []
-        for i, (prepared, document) in enumerate(entries):
+        given = {i: words for i, (_, _, words) in enumerate(entries) if words is not None}
+        for i, (prepared, document, _) in enumerate(entries):
             try:
                 todo.append((i, prepared, self._storable(client, prepared.doc_id, document)))
             except InvalidDocumentError as exc:
@@ -213,9 +215,9 @@ class ElasticsearchBackend:
         likely_new = [t for t in todo if t[1].digest not in self._bloom]
         await self._features([p for _, p, _ in likely_new])
         # segmented for search only when it will likely be stored: exact repeats in drop mode are not
-        stored = todo if self.index_duplicates else likely_new
-        words = dict(zip((i for i, _, _ in stored), await self._on_worker(
-            lambda: [self.search.words(p.clean) for _, p, _ in stored])))
+        unsegmented = [t for t in (todo if self.index_duplicates else likely_new) if t[0] not in given]
+        words = given | dict(zip((i for i, _, _ in unsegmented), await self._on_worker(
+            lambda: [self.search.words(p.clean) for _, p, _ in unsegmented])))
         with self.buffer.judging() as since:
             try:
                 exact, near = await asyncio.gather(

@@ -7,11 +7,13 @@ The check uses ``cluster.health``: the minimal distribution has no ``GET /`` (``
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from elastic_transport import TransportError
+from elastic_transport import Serializer, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch
+from elasticsearch.serializer import DEFAULT_SERIALIZERS, JsonSerializer
 
 from scrapy_zhdedup.config import EsConfig
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
@@ -63,6 +65,7 @@ def client_options(cfg: EsConfig, *, max_retries: int = CLIENT_RETRIES) -> dict[
         "request_timeout": cfg.es_timeout,
         "max_retries": max_retries,
         "retry_on_timeout": max_retries > 0,
+        "serializers": serializers(),
     }
     if user:
         options["basic_auth"] = (user, password)
@@ -71,6 +74,28 @@ def client_options(cfg: EsConfig, *, max_retries: int = CLIENT_RETRIES) -> dict[
     if cfg.es_ca_certs:
         options["ca_certs"] = cfg.es_ca_certs
     return options
+
+
+@cache
+def serializers() -> dict[str, Serializer]:
+    """The client's serializers with orjson doing every JSON and NDJSON body, when it is installed (the
+    ``es`` extra installs it).  Bulk bodies and search hits are most of what the judging process encodes
+    and decodes: orjson encodes a stored document ~20x and decodes a lookup's hits ~2.4x faster than
+    the standard library.  Keys that are not strings are written as strings, as ``json`` does."""
+    try:
+        import orjson
+    except ImportError:
+        return dict(DEFAULT_SERIALIZERS)
+    options = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+
+    def json_dumps(self: JsonSerializer, data: Any) -> bytes:
+        return orjson.dumps(data, default=self.default, option=options)
+
+    def json_loads(self: JsonSerializer, data: bytes) -> Any:
+        return orjson.loads(data)
+
+    return {mimetype: type(f"Orjson{type(s).__name__}", (type(s),), {"json_dumps": json_dumps, "json_loads": json_loads})()
+            if isinstance(s, JsonSerializer) else s for mimetype, s in DEFAULT_SERIALIZERS.items()}
 
 
 def make_client(cfg: EsConfig, *, max_retries: int = CLIENT_RETRIES) -> Elasticsearch:

@@ -53,13 +53,15 @@ from elasticsearch import ApiError, AsyncElasticsearch
 
 from es_plugin.backend import ElasticsearchBackend
 from scrapy_zhdedup.config import DedupConfig, EsConfig
+from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
 from scrapy_zhdedup.jsonl import BadRecordError, open_input, read_records
 from scrapy_zhdedup.judge import Prepared, Verdict
 from scrapy_zhdedup.text import decode_html
-from scrapy_zhdedup.workers import Job, PreparePool, prepare_job
+from scrapy_zhdedup.workers import PreparePool, prepare_job
 
 from .checkpoint import Checkpoint
+from .chinese import segment
 from .client import EsUnavailableError, make_async_client
 from .deadletter import DEFAULT_NAME
 from .steps import adrive
@@ -89,7 +91,9 @@ class Item:
     html: str | None = None  # judged instead of ``text`` when given (its main text, extracted)
 
 
-Prepping = tuple[Item, Prepared | Exception]  # an item and what preparing it gave (PreparePool.map)
+IndexJob = tuple[str, str | None, str | None, bool]  # doc_id, text, html, whether to segment it for search
+Indexable = tuple[Prepared, str | None]  # the document prepared, and its words for search (chinese.segment)
+Prepping = tuple[Item, Indexable | Exception]  # an item and what preparing it gave (PreparePool.map)
 
 
 class IngestStopped(ZhDedupError):
@@ -154,11 +158,20 @@ class Reader:
             yield Item(rel, None, document, str(file), 0, number, page)
 
 
-def prepare(pool: PreparePool[Job, Prepared], items: Iterator[Item]) -> Iterator[Prepping]:
-    """Each item with its Prepared (or the error of preparing it), in order; html wins over text, as
-    in ``zhdedup scan`` and the pipeline."""
+def prepare_for_index(fingerprinter: Fingerprinter, job: IndexJob) -> Indexable:
+    """The workers' step: the document prepared, and segmented for Chinese search when the index is.
+    Segmenting the whole text costs about as much as the fingerprint: here it runs on every core, not
+    in the one process that judges and writes."""
+    doc_id, text, html, segments = job
+    prepared = prepare_job(fingerprinter, (doc_id, text, html))
+    return prepared, segment(prepared.clean) if segments else None
+
+
+def prepare(pool: PreparePool[IndexJob, Indexable], items: Iterator[Item], segments: bool) -> Iterator[Prepping]:
+    """Each item with what preparing it gave (or the error), in order; html wins over text, as in
+    ``zhdedup scan`` and the pipeline."""
     ours, theirs = itertools.tee(items)
-    return zip(ours, pool.map((item.doc_id, item.text, item.html) for item in theirs))
+    return zip(ours, pool.map((item.doc_id, item.text, item.html, segments) for item in theirs))
 
 
 def file_identity(path: Path) -> dict[str, Any]:
@@ -200,14 +213,14 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
             kinds.append("jsonl")
         else:
             raise ZhDedupError(f"{source}: no such file or directory")
-    pool = PreparePool(dedup, prepare_job, workers)  # checks workers before anything starts
+    pool = PreparePool(dedup, prepare_for_index, workers)  # checks workers before anything starts
     return asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
                                concurrency, pool, progress))
 
 
 async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsConfig, mode: str,
                   checkpoint_dir: Path, restart: bool, strict: bool, concurrency: int,
-                  pool: PreparePool[Job, Prepared], progress: Progress | None) -> dict[str, Any]:
+                  pool: PreparePool[IndexJob, Indexable], progress: Progress | None) -> dict[str, Any]:
     if not es.es_dead_letter:  # beside the checkpoints: both say what this run did not finish
         es = dataclasses.replace(es, es_dead_letter=str(checkpoint_dir / DEFAULT_NAME))
     client = make_async_client(es, max_retries=0)  # the backend retries with its own backoff
@@ -251,7 +264,7 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
 
 
 async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch, reader: Reader,
-                      pool: PreparePool[Job, Prepared], source: Path, state: Checkpoint, es: EsConfig,
+                      pool: PreparePool[IndexJob, Indexable], source: Path, state: Checkpoint, es: EsConfig,
                       concurrency: int, progress: Progress | None) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     kind, at = state.identity["kind"], state.progress
@@ -270,8 +283,8 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
     else:
         items = reader.jsonl(source, at["position"])
     policy = RetryPolicy(es.es_max_retries)
-    async with contextlib.aclosing(skip_stored(prepare(pool, items), client, es.es_index, es.es_bulk_size, counts,
-                                               policy)) as stream:
+    prepared = prepare(pool, items, backend.search.segments)
+    async with contextlib.aclosing(skip_stored(prepared, client, es.es_index, es.es_bulk_size, counts, policy)) as stream:
         await store(backend, stream, reader, state, counts, es.es_bulk_size, concurrency, progress)
     return {**report, **counts, "done": True}
 
@@ -302,8 +315,8 @@ async def store(backend: ElasticsearchBackend, items: AsyncIterator[Prepping], r
             since_flush = 0
 
     try:
-        async for item, prepared in items:
-            in_flight.append((item, asyncio.ensure_future(_judge(backend, item, prepared))))
+        async for item, indexable in items:
+            in_flight.append((item, asyncio.ensure_future(_judge(backend, item, indexable))))
             if len(in_flight) >= concurrency:
                 await settle()
         while in_flight:
@@ -325,10 +338,11 @@ async def store(backend: ElasticsearchBackend, items: AsyncIterator[Prepping], r
         raise
 
 
-async def _judge(backend: ElasticsearchBackend, item: Item, prepared: Prepared | Exception) -> Verdict:
-    if isinstance(prepared, Exception):  # EmptyTextError, or a text no store can keep: a bad line
-        raise prepared
-    return await backend.judge_prepared(prepared, item.document)
+async def _judge(backend: ElasticsearchBackend, item: Item, indexable: Indexable | Exception) -> Verdict:
+    if isinstance(indexable, Exception):  # EmptyTextError, or a text no store can keep: a bad line
+        raise indexable
+    prepared, words = indexable
+    return await backend.judge_prepared(prepared, item.document, words)
 
 
 async def _commit(backend: ElasticsearchBackend, state: Checkpoint) -> None:

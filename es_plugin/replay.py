@@ -29,13 +29,13 @@ from elasticsearch import AsyncElasticsearch
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.jsonl import BadRecordError
-from scrapy_zhdedup.workers import PreparePool, prepare_job
+from scrapy_zhdedup.workers import PreparePool
 
 from .backend import ElasticsearchBackend
 from .checkpoint import Checkpoint
 from .client import make_async_client
 from .deadletter import keep_only, read
-from .ingest import Item, Reader, prepare, skip_stored, store, stored_ids
+from .ingest import Item, Reader, prepare, prepare_for_index, skip_stored, store, stored_ids
 from .writer import RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -73,8 +73,9 @@ async def _replay(path: Path, dedup: DedupConfig, es: EsConfig, mode: str, text_
     finished = False
     try:
         await backend.open()
-        with PreparePool(dedup, prepare_job, workers=1) as pool:  # a dead-letter file is short
-            async with contextlib.aclosing(skip_stored(prepare(pool, items), client, es.es_index, es.es_bulk_size,
+        with PreparePool(dedup, prepare_for_index, workers=1) as pool:  # a dead-letter file is short
+            prepared = prepare(pool, items, backend.search.segments)
+            async with contextlib.aclosing(skip_stored(prepared, client, es.es_index, es.es_bulk_size,
                                                        counts, policy)) as stream:
                 await store(backend, stream, reader, Checkpoint(None, {}, {"position": 0, "done": False}), counts,
                             es.es_bulk_size, 1, None)

@@ -16,7 +16,7 @@ from typing import Any
 
 from scrapy_zhdedup.judge import Prepared, Verdict
 
-Entry = tuple[Prepared, dict[str, Any]]
+Entry = tuple[Prepared, dict[str, Any], str | None]  # the document, its words for search if segmented already
 JudgeMany = Callable[[Sequence[Entry]], Awaitable[list[Verdict | Exception]]]
 
 
@@ -28,11 +28,11 @@ class LookupWindow:
         self._timer: asyncio.TimerHandle | None = None
         self._running: set[asyncio.Task[None]] = set()  # strong references until done
 
-    async def submit(self, prepared: Prepared, document: dict[str, Any]) -> Verdict | Exception:
+    async def submit(self, entry: Entry) -> Verdict | Exception:
         """The verdict (or the exception) of this item, judged with whatever arrived with it."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Verdict | Exception] = loop.create_future()
-        self._waiting.append(((prepared, document), future))
+        self._waiting.append((entry, future))
         if len(self._waiting) >= self.limit:
             self._release()
         elif self._timer is None:

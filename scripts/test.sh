@@ -60,7 +60,7 @@ ZHDEDUP_TEST_ES_URL=$(es9 url) run_pytest .venv/bin/python "$@" || rc=$?
 
 if [ "${ZHDEDUP_TEST_ES8:-1}" != 0 ]; then
   echo "== the Elasticsearch tests again, on Elasticsearch 8 with an 8.x client (.venv-es8)" >&2
-  VENV=$root/.venv-es8 bash scripts/bootstrap.sh test "elasticsearch[async]>=8.13,<9"
+  VENV=$root/.venv-es8 bash scripts/bootstrap.sh test "elasticsearch[async,orjson]>=8.13,<9"
   claim_node es8
   es8 start >/dev/null
   es8_rc=0

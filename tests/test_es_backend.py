@@ -170,12 +170,12 @@ async def test_batched_verdicts_equal_one_at_a_time(es_url: str, index: str, tmp
         b = backend(es_url, name, tmp_path, stats=stats)
         prep = b._fingerprinter.prepare
         try:
-            await b.judge_many([(prep(i, text=t), {"url": i}) for i, t in stored])
+            await b.judge_many([(prep(i, text=t), {"url": i}, None) for i, t in stored])
             await b.flush()
             lookups_before = stats["zhdedup/es/lookups"]
             got = []
             for part in batches:
-                got += await b.judge_many([(prep(i, text=t), {"url": i}) for i, t in part])
+                got += await b.judge_many([(prep(i, text=t), {"url": i}, None) for i, t in part])
             stats["batch_lookups"] = stats["zhdedup/es/lookups"] - lookups_before
         finally:
             await b.close()
