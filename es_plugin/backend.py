@@ -55,9 +55,10 @@ from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, StoreUnavai
 from scrapy_zhdedup.judge import Features, Match, Prepared, Verdict, judge, verdict_for
 from scrapy_zhdedup.storemeta import fingerprint_settings
 from scrapy_zhdedup.text import decode_html
+from scrapy_zhdedup.workers import PreparePool, prepare_job, prepared_by
 
 from .buffer import BulkBuffer, PendingBatch
-from .chinese import SearchText
+from .chinese import SearchText, segment
 from .client import EsUnavailableError, acheck_reachable, make_async_client, redact
 from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
 from .lookups import EsAnswers, EsLookups, LookupItemError, query_features, repeat_id
@@ -74,6 +75,18 @@ SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
 MAX_LOOKUP_BATCH = 200  # items judged with one mget and one _msearch by the pipeline
 
 __all__ = ["ElasticsearchBackend", "EsUnavailableError", "LookupFailedError"]
+
+IndexJob = tuple[str, str | None, str | bytes | None, bool]  # doc_id, text, html, whether to segment it for search
+Indexable = tuple[Prepared, str | None]  # the document prepared, and its words for search (chinese.segment)
+
+
+def prepare_for_index(fingerprinter: Fingerprinter, job: IndexJob) -> Indexable:
+    """The worker processes' step (``es ingest``, the pipeline with ``ZHDEDUP_WORKERS``): the document
+    prepared, and segmented for Chinese search when the index is.  Segmenting the whole text costs
+    about as much as the fingerprint: there it runs on every core, not in the process that judges."""
+    doc_id, text, html, segments = job
+    prepared = prepare_job(fingerprinter, (doc_id, text, html))
+    return prepared, segment(prepared.clean) if segments else None
 
 
 class LookupFailedError(EsUnavailableError, StoreUnavailableError):
@@ -100,7 +113,8 @@ class ElasticsearchBackend:
 
     def __init__(self, dedup: DedupConfig, es: EsConfig, *, stats: Any = None, index_duplicates: bool = False,
                  client: AsyncElasticsearch | None = None, backoff_base: float = 0.5,
-                 backoff_cap: float = 30.0) -> None:
+                 backoff_cap: float = 30.0, workers: int = 1) -> None:
+        """``workers`` > 1: :meth:`judge` prepares items on that many processes (``ZHDEDUP_WORKERS``)."""
         if es.es_bulk_size < 1:
             raise ConfigError(f"ZHDEDUP_ES_BULK_SIZE must be positive, got {es.es_bulk_size}")
         if es.es_flush_interval <= 0:
@@ -126,6 +140,7 @@ class ElasticsearchBackend:
         self._own_client = client is None
         self._fingerprinter = Fingerprinter(dedup)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zhdedup-es")
+        self._processes = PreparePool(dedup, prepare_for_index, workers).__enter__() if workers > 1 else None
         self._window: LookupWindow | None = None  # made on the event loop, by the first judge()
         self._bloom = ExactFilter(error_rate=dedup.bloom_error_rate, initial_capacity=dedup.bloom_capacity)
         self._started = False
@@ -141,8 +156,9 @@ class ElasticsearchBackend:
         es = from_settings(EsConfig, settings)
         if not es.es_dead_letter and settings.get("JOBDIR"):  # beside the crawl's other state
             es = dataclasses.replace(es, es_dead_letter=str(Path(settings["JOBDIR"]) / DEFAULT_NAME))
+        pipeline = from_settings(PipelineConfig, settings)
         return cls(from_settings(DedupConfig, settings), es, stats=crawler.stats,
-                   index_duplicates=from_settings(PipelineConfig, settings).mode == "annotate")
+                   index_duplicates=pipeline.mode == "annotate", workers=pipeline.workers)
 
     @property
     def dead_letter_path(self) -> Path:
@@ -179,8 +195,14 @@ class ElasticsearchBackend:
         DeadLetterError once documents can go nowhere.
         """
         self._check_open()
-        prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
-        return await self.judge_prepared(prepared, document)
+        if self._processes is None:
+            prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
+            return await self.judge_prepared(prepared, document)
+        # waited for on the one worker thread, so items reach the lookups in arrival order
+        processes, job = self._processes, (doc_id, text, html, self.search.segments)
+        future = processes.submit(job)
+        prepared, words = await self._on_worker(lambda: prepared_by(processes, future, job))
+        return await self.judge_prepared(prepared, document, words)
 
     async def judge_prepared(self, prepared: Prepared, document: dict[str, Any], words: str | None = None) -> Verdict:
         """:meth:`judge` of a document prepared elsewhere (``es ingest``'s worker processes), with its
@@ -284,6 +306,8 @@ class ElasticsearchBackend:
             if self._own_client and self._client is not None:
                 await self._client.close()
             self._executor.shutdown(wait=False)
+            if self._processes is not None:
+                self._processes.__exit__(None, None, None)
         if self.dead_lettered:
             logger.error("zhdedup: %d documents could not be judged or stored in Elasticsearch; they are in %s. "
                          "Store them with: %s", self.dead_lettered, self.dead_letter_path, self.replay_hint())

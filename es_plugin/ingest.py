@@ -51,17 +51,15 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from es_plugin.backend import ElasticsearchBackend
+from es_plugin.backend import ElasticsearchBackend, Indexable, IndexJob, prepare_for_index
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
 from scrapy_zhdedup.jsonl import BadRecordError, open_input, read_records
-from scrapy_zhdedup.judge import Prepared, Verdict
+from scrapy_zhdedup.judge import Verdict
 from scrapy_zhdedup.text import decode_html
-from scrapy_zhdedup.workers import PreparePool, prepare_job
+from scrapy_zhdedup.workers import PreparePool
 
 from .checkpoint import Checkpoint
-from .chinese import segment
 from .client import EsUnavailableError, make_async_client
 from .deadletter import DEFAULT_NAME
 from .steps import adrive
@@ -91,8 +89,6 @@ class Item:
     html: str | None = None  # judged instead of ``text`` when given (its main text, extracted)
 
 
-IndexJob = tuple[str, str | None, str | None, bool]  # doc_id, text, html, whether to segment it for search
-Indexable = tuple[Prepared, str | None]  # the document prepared, and its words for search (chinese.segment)
 Prepping = tuple[Item, Indexable | Exception]  # an item and what preparing it gave (PreparePool.map)
 
 
@@ -156,15 +152,6 @@ class Reader:
             if title:
                 document["title"] = htmllib.unescape(title.group(1)).strip()
             yield Item(rel, None, document, str(file), 0, number, page)
-
-
-def prepare_for_index(fingerprinter: Fingerprinter, job: IndexJob) -> Indexable:
-    """The workers' step: the document prepared, and segmented for Chinese search when the index is.
-    Segmenting the whole text costs about as much as the fingerprint: here it runs on every core, not
-    in the one process that judges and writes."""
-    doc_id, text, html, segments = job
-    prepared = prepare_job(fingerprinter, (doc_id, text, html))
-    return prepared, segment(prepared.clean) if segments else None
 
 
 def prepare(pool: PreparePool[IndexJob, Indexable], items: Iterator[Item], segments: bool) -> Iterator[Prepping]:

@@ -31,11 +31,11 @@ from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.jsonl import BadRecordError
 from scrapy_zhdedup.workers import PreparePool
 
-from .backend import ElasticsearchBackend
+from .backend import ElasticsearchBackend, prepare_for_index
 from .checkpoint import Checkpoint
 from .client import make_async_client
 from .deadletter import keep_only, read
-from .ingest import Item, Reader, prepare, prepare_for_index, skip_stored, store, stored_ids
+from .ingest import Item, Reader, prepare, skip_stored, store, stored_ids
 from .writer import RetryPolicy
 
 logger = logging.getLogger(__name__)

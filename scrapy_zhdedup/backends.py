@@ -22,7 +22,8 @@ from twisted.python.threadpool import ThreadPool
 from .config import DedupConfig, PipelineConfig, from_settings
 from .engine import Deduper
 from .errors import ConfigError
-from .judge import Verdict
+from .judge import Verdict, judge
+from .workers import PreparePool, prepare_job, prepared_by
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -61,23 +62,27 @@ def load_backend(crawler: Crawler, name: str) -> Backend:
 
 
 class EmbeddedBackend:
-    """The engine on one dedicated worker thread.
+    """The engine on one dedicated worker thread, and with ``workers`` > 1 its costly part on processes.
 
     Segmenting a long page is milliseconds of CPU; on the reactor thread it would stall every
     download.  One thread (not a pool) owns the store, so judgements stay in arrival order and
-    the store needs no locks; the GIL is released often enough for the reactor to keep up.
+    the store needs no locks; the GIL is released often enough for the reactor to keep up.  With
+    ``ZHDEDUP_WORKERS`` processes (workers.py) cleaning and fingerprinting use more cores; items are
+    still judged on that thread, in arrival order.
     """
 
-    def __init__(self, config: DedupConfig, store_dir: Path | None) -> None:
+    def __init__(self, config: DedupConfig, store_dir: Path | None, workers: int = 1) -> None:
         self.deduper = Deduper.open(config, store_dir)
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="zhdedup")
         self._pool.start()
+        self._processes = PreparePool(config, prepare_job, workers).__enter__() if workers > 1 else None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> EmbeddedBackend:
         settings = crawler.settings
-        return cls(from_settings(DedupConfig, settings),
-                   cls._store_dir(from_settings(PipelineConfig, settings), settings.get("JOBDIR")))
+        pipeline = from_settings(PipelineConfig, settings)
+        return cls(from_settings(DedupConfig, settings), cls._store_dir(pipeline, settings.get("JOBDIR")),
+                   pipeline.workers)
 
     @staticmethod
     def _store_dir(config: PipelineConfig, jobdir: str | None) -> Path | None:
@@ -98,10 +103,18 @@ class EmbeddedBackend:
 
     async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
                     document: dict[str, Any]) -> Verdict:
-        return await self._on_worker(lambda: self.deduper.check(doc_id, text=text, html=html))
+        if self._processes is None:
+            return await self._on_worker(lambda: self.deduper.check(doc_id, text=text, html=html))
+        # submitted now, waited for on the one judging thread: judged in arrival order, prepared in parallel
+        processes, job = self._processes, (doc_id, text, html)
+        future = processes.submit(job)
+        return await self._on_worker(lambda: judge(prepared_by(processes, future, job), self.deduper.store))
 
     async def close(self) -> None:
         try:
             await self._on_worker(self.deduper.close)
         finally:
             self._pool.stop()
+            if self._processes is not None:
+                self._processes.__exit__(None, None, None)
+

@@ -103,10 +103,14 @@ class PipelineConfig:
         "item field per annotation (`annotate` mode); leave a key out to skip that annotation", group=SCRAPY_ONLY)
     store_dir: str = option("", "where the embedded store is saved and loaded", group=SCRAPY_ONLY,
                             shown="`JOBDIR/zhdedup`, else memory only")
+    workers: int = option(1, "processes that clean and fingerprint items (1: a thread of the crawl's process); "
+                             "items are still judged in arrival order", group=SCRAPY_ONLY)
 
     def __post_init__(self) -> None:
         if self.mode not in ("drop", "annotate"):
             raise ConfigError(f"ZHDEDUP_MODE must be 'drop' or 'annotate', not {self.mode!r}")
+        if self.workers < 1:
+            raise ConfigError(f"ZHDEDUP_WORKERS must be at least 1, got {self.workers}")
         unknown = set(self.fields) - {"status", "dup_of", "distance", "cluster"}
         if unknown:
             raise ConfigError(f"ZHDEDUP_FIELDS has unknown keys {sorted(unknown)}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import logging
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -24,6 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Generic, TypeVar
 
 from .config import DedupConfig
@@ -40,6 +42,7 @@ CHUNK = 16  # items per message to a worker
 WINDOW_PER_WORKER = 4  # chunks in flight per worker
 
 _fingerprinter: Fingerprinter | None = None  # one per worker process
+logger = logging.getLogger(__name__)
 
 
 def default_workers() -> int:
@@ -89,8 +92,12 @@ def _exit_with(parent_sentinel: int) -> None:
 
 
 def _run_chunk(step: Step[In, Out], chunk: list[In]) -> list[Out | Exception]:
+    return [_run_one(step, item) for item in chunk]
+
+
+def _run_one(step: Step[In, Out], item: In) -> Out | Exception:
     assert _fingerprinter is not None
-    return [_travelling(_guarded(step, _fingerprinter, item)) for item in chunk]
+    return _travelling(_guarded(step, _fingerprinter, item))
 
 
 def _guarded(step: Step[In, Out], fingerprinter: Fingerprinter, item: In) -> Out | Exception:
@@ -120,14 +127,18 @@ class PreparePool(Generic[In, Out]):
         self.config, self.step, self.chunk = config, step, chunk
         self._local: Fingerprinter | None = None
         self._executor: ProcessPoolExecutor | None = None
+        self._replacing = threading.Lock()  # submit() runs on the event loop and on a judging thread
 
     def __enter__(self) -> PreparePool[In, Out]:
         if self.workers == 1:
             self._local = Fingerprinter(self.config)
         else:
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_init, initargs=(self.config,))
+            self._executor = self._processes()
         return self
+
+    def _processes(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_init, initargs=(self.config,))
 
     def __exit__(self, *exc: Any) -> None:
         if self._executor is not None:
@@ -150,3 +161,32 @@ class PreparePool(Generic[In, Out]):
                 yield from in_flight.popleft().result()
         while in_flight:
             yield from in_flight.popleft().result()
+
+    def submit(self, item: In) -> Future[Out | Exception]:
+        """One item on a worker process, for callers that get items one at a time (the Scrapy pipeline).
+
+        A pool broken by a worker that died (killed, out of memory) is replaced by a new one here, so
+        one lost process costs the items it held a second submit (:func:`prepared_by`), not the crawl.
+        """
+        with self._replacing:
+            if self._executor is None:
+                raise ZhDedupError("PreparePool.submit needs worker processes (workers > 1), inside its with block")
+            try:
+                return self._executor.submit(_run_one, self.step, item)
+            except BrokenProcessPool:
+                logger.warning("zhdedup: a worker process died; starting %d new ones", self.workers)
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                self._executor = self._processes()
+                return self._executor.submit(_run_one, self.step, item)
+
+
+def prepared_by(pool: PreparePool[In, Out], future: Future[Out | Exception], item: In) -> Out:
+    """What ``future`` (``pool.submit(item)``) gives, waited for on this thread; raises what preparing
+    ``item`` raised.  Sent again once if its worker died on the way."""
+    try:
+        result = future.result()
+    except BrokenProcessPool:
+        result = pool.submit(item).result()
+    if isinstance(result, Exception):
+        raise result
+    return result

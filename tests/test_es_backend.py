@@ -324,20 +324,22 @@ process = CrawlerProcess({
     "ZHDEDUP_BACKEND": "elasticsearch", "ZHDEDUP_MODE": "annotate",
     "ZHDEDUP_ES_URL": sys.argv[1], "ZHDEDUP_ES_INDEX": sys.argv[2], "ZHDEDUP_ES_DEAD_LETTER": sys.argv[4],
     "FEEDS": {sys.argv[5]: {"format": "jsonlines"}}, "LOG_LEVEL": "WARNING",
-    "CONCURRENT_ITEMS": 1,  # items in arrival order, so the verdicts below are deterministic
+    "ZHDEDUP_WORKERS": int(sys.argv[6]), "CONCURRENT_ITEMS": int(sys.argv[7]),
 })
 process.crawl(News)
 process.start()
 """
 
 
-def test_scrapy_crawl_with_the_elasticsearch_backend(es_url: str, index: str, tmp_path: Path,
-                                                     es_client: Elasticsearch, texts: list[str]) -> None:
-    """The pipeline end to end in a real crawl (own process: it installs the asyncio reactor)."""
+@pytest.mark.parametrize("workers, concurrent_items", [(1, 1), (2, 16)])
+def test_scrapy_crawl_with_the_elasticsearch_backend(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch,
+                                                     texts: list[str], workers: int, concurrent_items: int) -> None:
+    """The pipeline end to end in a real crawl (own process: it installs the asyncio reactor).  With
+    worker processes, items still reach the lookups in arrival order, however many are in flight."""
     out = tmp_path / "items.jsonl"
     stream = [texts[0], near_repost(texts[0]), exact_repost(texts[0]), texts[1]]
     subprocess.run([sys.executable, "-c", SPIDER, es_url, index, json.dumps(stream), str(tmp_path / "dead.jsonl"),
-                    str(out)], check=True, timeout=120)
+                    str(out), str(workers), str(concurrent_items)], check=True, timeout=120)
     items = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [(i["url"][-1], i["dedup_status"], i["dup_of"]) for i in sorted(items, key=lambda i: i["url"])] == [
         ("0", "unique", None), ("1", "near", "https://example.com/0"), ("2", "exact", "https://example.com/0"),

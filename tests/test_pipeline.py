@@ -226,6 +226,23 @@ def test_an_item_whose_id_cannot_be_stored_passes_unjudged_and_the_rest_is_kept(
         store.close()
 
 
+def test_worker_processes_give_the_same_verdicts_and_a_killed_worker_loses_no_item(
+        drop_crawls: DropCrawls, site: tuple[str, list[Page]], tmp_path: Path) -> None:
+    """ZHDEDUP_WORKERS = 2: the same items kept and dropped, for the same reasons, as one thread, also when
+    one worker process is killed in the middle of the crawl (its pool is replaced, the item sent again)."""
+    base, pages = site
+    urls = drop_crawls.urls
+    crawl = {"name": "news", "urls": urls, "item": "dict", "no_text": [base + "xinwen/notext.html"],
+             "kill_worker_at": [urls[len(urls) // 2]], "settings": {"ZHDEDUP_WORKERS": 2}}
+    (result,), log = _crawl(tmp_path, [crawl])
+    first = drop_crawls.first
+    assert sorted(i["url"] for i in result["items"]) == sorted(i["url"] for i in first["items"])
+    assert sorted((d["url"], d["reason"]) for d in result["dropped"]) == sorted(
+        (d["url"], d["reason"]) for d in first["dropped"])
+    assert result["stats"]["zhdedup/judged"] == first["stats"]["zhdedup/judged"] and not result["errors"]
+    assert "zhdedup: a worker process died; starting 2 new ones" in log
+
+
 def test_reactor_keeps_ticking_while_a_large_page_is_judged(drop_crawls: DropCrawls) -> None:
     first = drop_crawls.first
     entered, left = first["timing"][drop_crawls.base + "big.html"]

@@ -9,7 +9,9 @@ other in one reactor.  A crawl is ``{"name", "urls", "item", "no_text", "as_str"
 * ``item``: ``dict``, ``item`` (scrapy.Item with the annotation fields), ``bare_item``
   (scrapy.Item without them), ``dataclass`` or ``attrs``;
 * ``no_text``: URLs whose item gets no ``html`` field; ``as_str``: send ``response.text``
-  instead of the body bytes; ``bad_id``: URLs whose item's url ends in a lone surrogate.
+  instead of the body bytes; ``bad_id``: URLs whose item's url ends in a lone surrogate;
+  ``kill_worker_at``: URLs before whose item one of the crawl's worker processes (``ZHDEDUP_WORKERS``)
+  is killed with SIGKILL.
 
 Pages are requested one at a time in the given order (each callback requests the next), so
 the order of judgements is the order of ``urls``.  Each crawl writes ``out`` as JSON:
@@ -21,6 +23,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import multiprocessing
+import os
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Generator, Iterator
@@ -132,6 +137,11 @@ class PagesSpider(scrapy.Spider):
         html = None if response.url in self.crawl.get("no_text", ()) else (
             response.text if self.crawl.get("as_str") else response.body)
         url = response.url + "\ud800" if response.url in self.crawl.get("bad_id", ()) else response.url
+        if response.url in self.crawl.get("kill_worker_at", ()):
+            workers = multiprocessing.active_children()
+            assert workers, "no worker process to kill"
+            os.kill(workers[0].pid or 0, signal.SIGKILL)
+            workers[0].join()
         yield make_item(self.crawl["item"], url, html)
         if i + 1 < len(self.crawl["urls"]):
             yield self._request(i + 1)
