@@ -55,7 +55,10 @@ class Fingerprinter:
 
     def fingerprint(self, clean_text: str) -> int:
         """SimHash of the first ``max_chars`` characters (the content hash covers the whole text)."""
-        return self.hasher(self.featurizer(clean_text[: self.max_chars]))
+        text = clean_text[: self.max_chars]
+        if self.featurizer.mode_for(text) == "words":
+            return self.hasher(self.featurizer.words(text))
+        return self.hasher(self.featurizer.chars(text), cache=False)  # shingles seldom repeat: not cached
 
     def passages(self, clean_text: str) -> list[int]:
         return passage_keys(clean_text[: self.max_chars], self.passage_chars) if self.use_passages else []

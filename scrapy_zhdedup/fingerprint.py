@@ -1,8 +1,8 @@
 """64-bit SimHash, bit-for-bit equal to ``simhash.Simhash(features).value``.
 
 The ``simhash`` package hashes every feature with MD5 on every call and sums bit arrays
-feature by feature.  Features repeat heavily across a corpus, so we memoise each feature's
-8 hash bytes and do the weighted bit sums as one small matrix product.  Weights must be
+feature by feature.  Words repeat heavily across a corpus, so we memoise each word's 8 hash
+bytes, and do the weighted bit sums as one small matrix product.  Weights must be
 integers: integer sums make the ``> total / 2`` threshold exact, so the result cannot drift
 from the reference implementation through rounding (float32 represents integer sums exactly
 below 2**24; above that we switch to float64).
@@ -10,8 +10,8 @@ below 2**24; above that we switch to float64).
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from hashlib import md5
 from typing import cast
 
 import numpy as np
@@ -28,35 +28,45 @@ Features = Mapping[str, int]
 
 
 class SimHasher:
-    """Computes fingerprints; keeps a bounded cache of feature hashes."""
+    """Computes fingerprints; keeps a bounded cache of word hashes.
+
+    Words repeat across a corpus (hit rate 0.97, bench_caches); a short text's character shingles
+    mostly do not (~0.1 on short reviews), and caching them cost more than hashing them again: they
+    are hashed without the cache (``cache=False``).
+    """
 
     def __init__(self) -> None:
         self._cache: dict[str, bytes] = {}
 
-    def _digest(self, feature: str) -> bytes:
-        """Last 8 MD5 bytes, as ``simhash`` takes them for ``f=64``."""
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        digest = self._cache[feature] = hashlib.md5(feature.encode("utf-8")).digest()[-8:]
-        return digest
-
-    def _bits(self, names: Iterable[str]) -> np.ndarray:
-        """(n, 64) matrix of feature-hash bits, column 0 = bit 63."""
-        digests = list(map(self._cache.get, names))
+    def _cached_digests(self, names: list[str]) -> bytes:
+        cache = self._cache
+        digests = list(map(cache.get, names))
         try:
-            raw = b"".join(cast("list[bytes]", digests))  # a None makes join raise: handled below
+            return b"".join(cast("list[bytes]", digests))  # a None makes join raise: handled below
         except TypeError:  # some features not cached yet
-            raw = b"".join(d if d is not None else self._digest(f) for f, d in zip(names, digests))
-        return np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, 8), axis=1)
+            missing = [f for f, d in zip(names, digests) if d is None]
+            if len(cache) + len(missing) > _CACHE_LIMIT:
+                cache.clear()
+                missing = names
+            cache.update(zip(missing, map(_digest, missing)))
+            return b"".join(map(cache.__getitem__, names))
 
-    def __call__(self, features: Features) -> int:
+    def __call__(self, features: Features, *, cache: bool = True) -> int:
         if not features:
             return 0
+        names = list(features)
+        raw = self._cached_digests(names) if cache else b"".join(map(_digest, names))
+        bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, 8), axis=1)  # column 0 = bit 63
         weights = np.fromiter(features.values(), dtype=np.float64, count=len(features))
         total = weights.sum()
         dtype = np.float32 if total < _FLOAT32_EXACT else np.float64
-        sums = weights.astype(dtype) @ self._bits(list(features)).astype(dtype)
+        sums = weights.astype(dtype) @ bits.astype(dtype)
         return int.from_bytes(np.packbits(sums * 2 > total), "big")
+
+
+def _digest(feature: str) -> bytes:
+    """Last 8 MD5 bytes, as ``simhash`` takes them for ``f=64``."""
+    return md5(feature.encode("utf-8")).digest()[8:]
 
 
 def hamming(a: int, b: int) -> int:

@@ -40,6 +40,7 @@ def test_cached_and_uncached_digests_agree(texts: list[str]) -> None:
     features = [featurizer(t) for t in texts[:40]]
     first = [warm(f) for f in features]
     assert [warm(f) for f in features] == first == [SimHasher()(f) for f in features]
+    assert [warm(f, cache=False) for f in features] == first
 
 
 def _random_features(rng: random.Random, n: int, weights: tuple[int, int]) -> dict[str, int]:

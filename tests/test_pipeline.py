@@ -230,7 +230,7 @@ def test_worker_processes_give_the_same_verdicts_and_a_killed_worker_loses_no_it
         drop_crawls: DropCrawls, site: tuple[str, list[Page]], tmp_path: Path) -> None:
     """ZHDEDUP_WORKERS = 2: the same items kept and dropped, for the same reasons, as one thread, also when
     one worker process is killed in the middle of the crawl (its pool is replaced, the item sent again)."""
-    base, pages = site
+    base, _ = site
     urls = drop_crawls.urls
     crawl = {"name": "news", "urls": urls, "item": "dict", "no_text": [base + "xinwen/notext.html"],
              "kill_worker_at": [urls[len(urls) // 2]], "settings": {"ZHDEDUP_WORKERS": 2}}
