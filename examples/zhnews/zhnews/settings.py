@@ -43,6 +43,7 @@ ZHDEDUP_FIELDS = _env("ZHDEDUP_FIELDS", {  # annotation -> item field; leave a k
     "status": "dedup_status", "dup_of": "dup_of", "distance": "dup_distance", "cluster": "cluster_id",
 })
 ZHDEDUP_STORE_DIR = _env("ZHDEDUP_STORE_DIR", "")  # embedded store on disk; "" = JOBDIR/zhdedup, or memory only
+ZHDEDUP_WORKERS = _env("ZHDEDUP_WORKERS", 1)  # processes that clean and fingerprint; 1 = a thread of this one
 
 # --- scrapy-zhdedup: cleaning and fingerprinting (DedupConfig) -------------------------------
 ZHDEDUP_THRESHOLD = _env("ZHDEDUP_THRESHOLD", 3)  # max Hamming distance (of 64 bits) for a near repeat
