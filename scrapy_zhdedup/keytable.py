@@ -39,20 +39,27 @@ class KeyTable:
         Keys holding more than ``limit`` rows are skipped: a key that common (a site's
         boilerplate sentence) says nothing about which document is repeated.
         """
-        # One vectorised search for all keys; the query array must carry the table's dtype,
-        # or numpy casts the whole table on every call.
-        query = np.array(keys, dtype=self._dtype)
-        lo = np.searchsorted(self._keys, query, side="left")
-        hi = np.searchsorted(self._keys, query, side="right")
+        # One search for all keys, then a second only for the keys present (most are not); the array
+        # methods, not np.searchsorted/np.nonzero, whose dispatch costs more than a small search.
+        # The query array must carry the table's dtype, or numpy casts the whole table on every call.
         found: list[int] = []
         pending = self._pending
-        for i in np.flatnonzero(hi > lo):
-            if limit is None or hi[i] - lo[i] + len(pending.get(keys[i], ())) <= limit:
-                found.extend(self._rows[lo[i] : hi[i]].tolist())
+        stored = self._keys
+        held: dict[int, int] = {}  # position in keys -> rows the arrays hold under it
+        if len(stored):
+            query = np.array(keys, dtype=self._dtype)
+            lo = stored.searchsorted(query)
+            hit = (stored[lo.clip(max=len(stored) - 1)] == query).nonzero()[0]
+            if len(hit):
+                ends = stored.searchsorted(query[hit], side="right").tolist()
+                for i, start, end in zip(hit.tolist(), lo[hit].tolist(), ends):
+                    held[i] = end - start
+                    if limit is None or end - start + len(pending.get(keys[i], ())) <= limit:
+                        found.extend(self._rows[start:end].tolist())
         if pending:
             for j, key in enumerate(keys):
                 rows = pending.get(key)
-                if rows and (limit is None or len(rows) + hi[j] - lo[j] <= limit):
+                if rows and (limit is None or len(rows) + held.get(j, 0) <= limit):
                     found.extend(rows)
         return found
 
