@@ -2,11 +2,15 @@
 
 A Python dict of lists costs ~100 bytes per entry; sorted ``(key, row)`` arrays cost 8-12.
 New entries go to a dict and are merged into the arrays once the dict holds more than an
-eighth of the total, so the merge (a sort) is amortised to O(log n) per insertion.
+eighth of the total; the merge is linear (no sort of the whole table).
+
+Rows must be added in increasing order (row numbers are handed out in insertion order): then
+a key's rows are oldest first without being sorted.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 import numpy as np
@@ -57,18 +61,25 @@ class KeyTable:
         return found
 
     def compact(self) -> None:
-        """Merge pending entries into the sorted arrays (stable, so rows stay oldest first)."""
+        """Merge pending entries into the sorted arrays, each after the rows its key already has.
+
+        Rows arrive in increasing order, so that keeps them oldest first without sorting the whole
+        table: one ``np.insert`` per array needs the new array and a one-byte mask per entry, where
+        concatenating and sorting everything needed several copies and an 8-byte order per entry.
+        """
         if not self._pending:
             return
-        keys = np.fromiter((k for k, rows in self._pending.items() for _ in rows), dtype=self._dtype)
-        rows = np.fromiter((r for rs in self._pending.values() for r in rs), dtype=np.uint32)
-        self._set(np.concatenate([self._keys, keys]), np.concatenate([self._rows, rows]))
+        counts = np.fromiter(map(len, self._pending.values()), dtype=np.intp, count=len(self._pending))
+        keys = np.repeat(np.fromiter(self._pending, dtype=self._dtype, count=len(self._pending)), counts)
+        rows = np.fromiter(itertools.chain.from_iterable(self._pending.values()), dtype=np.uint32,
+                           count=self._pending_count)
+        order = np.argsort(keys, kind="stable")  # each key's pending rows keep their (increasing) order
+        keys, rows = keys[order], rows[order]
+        at = np.searchsorted(self._keys, keys, side="right")
+        self._keys = np.insert(self._keys, at, keys)
+        self._rows = np.insert(self._rows, at, rows)
         self._pending.clear()
         self._pending_count = 0
-
-    def _set(self, keys: np.ndarray, rows: np.ndarray) -> None:
-        order = np.lexsort((rows, keys))
-        self._keys, self._rows = keys[order], rows[order]
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """All ``(keys, rows)`` pairs, sorted by key: what a store saves to rebuild the table."""
@@ -79,7 +90,8 @@ class KeyTable:
     def build(cls, keys: np.ndarray, rows: np.ndarray) -> KeyTable:
         """Bulk load (one sort) instead of n incremental inserts."""
         table = cls(keys.dtype.type)
-        table._set(keys, rows.astype(np.uint32))
+        order = np.lexsort((rows, keys))
+        table._keys, table._rows = keys[order], rows[order].astype(np.uint32)
         return table
 
     def nbytes(self) -> int:

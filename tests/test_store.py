@@ -179,6 +179,37 @@ def test_build_equals_adding() -> None:
         assert built.get_many([key]) == added.get_many([key])
 
 
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_many_merges_equal_one_bulk_build(dtype: type[np.unsignedinteger], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Merging pending entries into the sorted arrays, again and again (rows oldest first within a
+    key, limits counting both parts), gives the table one sort of every pair gives."""
+    monkeypatch.setattr("scrapy_zhdedup.keytable._MIN_PENDING", 64)  # many merges, of many sizes
+    rng = random.Random(7)
+    top = int(np.iinfo(dtype).max)
+    common = [rng.randrange(top + 1) for _ in range(40)] + [0, top]  # keys shared by many rows
+    table = KeyTable(dtype)
+    pairs: list[tuple[int, int]] = []
+    merged_sizes = set()
+    for row in range(6000):
+        keys = {rng.choice(common) if rng.random() < 0.5 else rng.randrange(top + 1) for _ in range(rng.randrange(4))}
+        table.add_many(keys, row)
+        pairs += [(key, row) for key in keys]
+        merged_sizes.add(len(table._rows))
+        if row % 997 == 0:  # lookups over compacted and pending rows alike
+            for key in common:
+                rows = [r for k, r in pairs if k == key]
+                for limit in (None, 3, 64):
+                    assert table.get_many([key], limit=limit) == (rows if limit is None or len(rows) <= limit else [])
+    assert len(merged_sizes) > 20
+    keys_arr = np.array([k for k, _ in pairs], dtype=dtype)
+    rows_arr = np.array([r for _, r in pairs], dtype=np.uint32)
+    built_keys, built_rows = KeyTable.build(keys_arr, rows_arr).arrays()
+    merged_keys, merged_rows = table.arrays()
+    assert merged_keys.dtype == built_keys.dtype and merged_rows.dtype == built_rows.dtype == np.uint32
+    assert np.array_equal(merged_keys, built_keys) and np.array_equal(merged_rows, built_rows)
+    assert len(table) == len(pairs)
+
+
 # --- Bloom filter ------------------------------------------------------------------------------
 
 
