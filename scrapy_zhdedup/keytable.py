@@ -1,8 +1,10 @@
 """A compact integer multimap: sorted numpy arrays plus a small dict of recent additions.
 
 A Python dict of lists costs ~100 bytes per entry; sorted ``(key, row)`` arrays cost 8-12.
-New entries go to a dict and are merged into the arrays once the dict holds more than an
-eighth of the total; the merge is linear (no sort of the whole table).
+New entries go to a dict and are merged into the arrays once the dict holds more than
+1/``_PENDING_SHARE`` of the total.  The merge is linear (no sort of the table), so it stays
+cheap when frequent, and the dict stays small: at an eighth it was ~12 bytes per entry, the
+largest part of ``zhdedup scan``'s memory peak at 1M documents (benchmarks README).
 
 Rows must be added in increasing order (row numbers are handed out in insertion order): then
 a key's rows are oldest first without being sorted.
@@ -16,6 +18,7 @@ from collections.abc import Iterable
 import numpy as np
 
 _MIN_PENDING = 4096
+_PENDING_SHARE = 32  # merge when pending entries exceed 1/32 of the table: ~3 bytes per entry at most
 _PENDING_ENTRY_BYTES = 100  # dict slot + list + int objects, measured with tracemalloc
 
 
@@ -34,7 +37,7 @@ class KeyTable:
         for key in keys:
             self._pending.setdefault(key, []).append(row)
             self._pending_count += 1
-        if self._pending_count > max(_MIN_PENDING, len(self._rows) >> 3):
+        if self._pending_count > max(_MIN_PENDING, len(self._rows) // _PENDING_SHARE):
             self.compact()
 
     def get_many(self, keys: list[int], limit: int | None = None) -> list[int]:
