@@ -97,12 +97,14 @@ class NearIndex:
         self.passages.compact()
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """What a snapshot saves to rebuild the index (:meth:`from_arrays`)."""
+        """What a snapshot saves to rebuild the index (:meth:`from_arrays`); the sketches are views of the
+        live arrays (no copy), to be dropped before the index grows again (an array exporting its buffer
+        cannot)."""
         sketch_keys, sketch_rows = self.sketch_keys.arrays()
         passage_keys, passage_rows = self.passages.arrays()
         return {"fingerprints": self.bands.fingerprints(),
-                "sketches": np.frombuffer(self._values, dtype=np.uint16).reshape(-1, SIZE).copy(),
-                "shingles": np.frombuffer(self._shingles, dtype=np.uint32).copy(),
+                "sketches": np.frombuffer(self._values, dtype=np.uint16).reshape(-1, SIZE),
+                "shingles": np.frombuffer(self._shingles, dtype=np.uint32),
                 "sketch_keys": sketch_keys, "sketch_rows": sketch_rows,
                 "passage_keys": passage_keys, "passage_rows": passage_rows}
 

@@ -287,6 +287,29 @@ def test_save_and_open_give_the_same_verdicts(tmp_path: Path) -> None:
     assert "exact" in statuses and "unique" in statuses
 
 
+def test_a_failed_snapshot_leaves_the_store_growing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot writes views of the live arrays; a failed write (its traceback kept, as here) must not
+    leave them pinned, or the next document could not be appended."""
+    first, second = _docs()
+    expected = _judge_all(Deduper(), first + second)
+    run = Deduper.open(DedupConfig(), tmp_path)
+    assert _judge_all(run, first) == expected[: len(first)]
+
+    def disk_full(file: BinaryIO, **arrays: np.ndarray) -> None:
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(np, "savez", disk_full)
+        with pytest.raises(OSError, match="disk full") as failed:
+            run.save()
+    assert failed.value.__traceback__ is not None
+    assert _judge_all(run, second) == expected[len(first):]
+    run.close()
+    run = Deduper.open(DedupConfig(), tmp_path)
+    assert run.store.judged == len(first) + len(second)
+    run.close()
+
+
 def test_saving_twice_and_reopening_keeps_everything(tmp_path: Path) -> None:
     first, second = _docs()
     run = Deduper.open(DedupConfig(), tmp_path)
