@@ -91,10 +91,14 @@ class KeyTable:
 
     @classmethod
     def build(cls, keys: np.ndarray, rows: np.ndarray) -> KeyTable:
-        """Bulk load (one sort) instead of n incremental inserts."""
+        """Bulk load instead of n incremental inserts.  Every caller gives a key's rows oldest first, so
+        one stable sort by key orders the table, and a snapshot's tables (saved sorted) need none."""
         table = cls(keys.dtype.type)
-        order = np.lexsort((rows, keys))
-        table._keys, table._rows = keys[order], rows[order].astype(np.uint32)
+        rows = rows.astype(np.uint32, copy=False)
+        if np.any(keys[1:] < keys[:-1]):
+            order = np.argsort(keys, kind="stable")
+            keys, rows = keys[order], rows[order]
+        table._keys, table._rows = keys, rows
         return table
 
     def nbytes(self) -> int:

@@ -121,10 +121,10 @@ class NearIndex:
             raise ValueError("fingerprint, sketch and key arrays do not fit together")
         index = cls(layout, rule, passage_share)
         index.bands = BandIndex.from_fingerprints(layout, data["fingerprints"])
-        index.sketch_keys = KeyTable.build(data["sketch_keys"].astype(np.uint32), data["sketch_rows"])
-        index.passages = KeyTable.build(data["passage_keys"].astype(np.uint32), data["passage_rows"])
-        index._values = array("H", sketches.tobytes())
-        index._shingles = array("I", np.ascontiguousarray(data["shingles"], dtype=np.uint32).tobytes())
+        index.sketch_keys = KeyTable.build(data["sketch_keys"].astype(np.uint32, copy=False), data["sketch_rows"])
+        index.passages = KeyTable.build(data["passage_keys"].astype(np.uint32, copy=False), data["passage_rows"])
+        index._values.frombytes(sketches.view(np.uint8).data)  # from the loaded array itself: tobytes() was one more copy
+        index._shingles.frombytes(np.ascontiguousarray(data["shingles"], dtype=np.uint32).view(np.uint8).data)
         return index
 
     def nbytes(self) -> dict[str, int]:

@@ -208,6 +208,8 @@ def test_many_merges_equal_one_bulk_build(dtype: type[np.unsignedinteger], monke
     assert merged_keys.dtype == built_keys.dtype and merged_rows.dtype == built_rows.dtype == np.uint32
     assert np.array_equal(merged_keys, built_keys) and np.array_equal(merged_rows, built_rows)
     assert len(table) == len(pairs)
+    reloaded_keys, reloaded_rows = KeyTable.build(merged_keys, merged_rows).arrays()  # sorted already: kept as is
+    assert np.array_equal(reloaded_keys, built_keys) and np.array_equal(reloaded_rows, built_rows)
 
 
 # --- Bloom filter ------------------------------------------------------------------------------
