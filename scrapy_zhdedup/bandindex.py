@@ -82,7 +82,7 @@ class BandIndex:
         """Bulk build with one sort, used when a saved store is loaded."""
         index = cls(layout)
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
-        index._fps = array("Q", fps.tobytes())
+        index._fps.frombytes(fps.view(np.uint8).data)
         keys = layout.table_keys_array(fps)
         rows = np.repeat(np.arange(len(fps), dtype=np.uint32), keys.shape[1])
         index._table = KeyTable.build(keys.ravel().astype(cls._key_dtype(layout)), rows)

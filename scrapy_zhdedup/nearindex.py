@@ -97,12 +97,14 @@ class NearIndex:
         self.passages.compact()
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """What a snapshot saves to rebuild the index (:meth:`from_arrays`)."""
+        """What a snapshot saves to rebuild the index (:meth:`from_arrays`); the sketches are views of the
+        live arrays (no copy), to be dropped before the index grows again (an array exporting its buffer
+        cannot)."""
         sketch_keys, sketch_rows = self.sketch_keys.arrays()
         passage_keys, passage_rows = self.passages.arrays()
         return {"fingerprints": self.bands.fingerprints(),
-                "sketches": np.frombuffer(self._values, dtype=np.uint16).reshape(-1, SIZE).copy(),
-                "shingles": np.frombuffer(self._shingles, dtype=np.uint32).copy(),
+                "sketches": np.frombuffer(self._values, dtype=np.uint16).reshape(-1, SIZE),
+                "shingles": np.frombuffer(self._shingles, dtype=np.uint32),
                 "sketch_keys": sketch_keys, "sketch_rows": sketch_rows,
                 "passage_keys": passage_keys, "passage_rows": passage_rows}
 
@@ -119,10 +121,10 @@ class NearIndex:
             raise ValueError("fingerprint, sketch and key arrays do not fit together")
         index = cls(layout, rule, passage_share)
         index.bands = BandIndex.from_fingerprints(layout, data["fingerprints"])
-        index.sketch_keys = KeyTable.build(data["sketch_keys"].astype(np.uint32), data["sketch_rows"])
-        index.passages = KeyTable.build(data["passage_keys"].astype(np.uint32), data["passage_rows"])
-        index._values = array("H", sketches.tobytes())
-        index._shingles = array("I", np.ascontiguousarray(data["shingles"], dtype=np.uint32).tobytes())
+        index.sketch_keys = KeyTable.build(data["sketch_keys"].astype(np.uint32, copy=False), data["sketch_rows"])
+        index.passages = KeyTable.build(data["passage_keys"].astype(np.uint32, copy=False), data["passage_rows"])
+        index._values.frombytes(sketches.view(np.uint8).data)  # from the loaded array itself: tobytes() was one more copy
+        index._shingles.frombytes(np.ascontiguousarray(data["shingles"], dtype=np.uint32).view(np.uint8).data)
         return index
 
     def nbytes(self) -> dict[str, int]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import traceback
 import zipfile
 from array import array
 from collections.abc import Mapping
@@ -232,24 +233,33 @@ class EmbeddedStore:
             return
         meta = {"format": FORMAT, "rows": len(self._roots), "entries": len(self._ids), "layout": self.layout.to_dict(),
                 "bloom": {"error_rate": self.bloom.error_rate, "initial_capacity": self.bloom.initial_capacity}}
+        # Views of the live arrays, not copies (a copy of the sketches alone is 120 MB at 1M documents);
+        # nothing can append meanwhile: the store has one thread, and an array exporting its buffer
+        # refuses to grow.  They are dropped before this returns, even if the write fails.
         arrays: dict[str, Any] = {
             "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
             **self._near.arrays(),
-            "roots": np.frombuffer(self._roots, dtype=np.uint32).copy(),
+            "roots": np.frombuffer(self._roots, dtype=np.uint32),
             "ids": np.frombuffer("\x00".join(self._ids).encode("utf-8"), dtype=np.uint8),
-            "entry_hashes": np.frombuffer(bytes(self._entry_hashes), dtype=np.uint8),
-            "entry_rows": np.frombuffer(self._entry_rows, dtype=np.int32).copy(),
-            "entry_status": np.frombuffer(self._entry_status, dtype=np.uint8).copy(),
-            "entry_match": np.frombuffer(self._entry_match, dtype=np.int32).copy(),
-            "entry_distance": np.frombuffer(self._entry_distance, dtype=np.uint8).copy(),
-            "entry_similarity": np.frombuffer(self._entry_similarity, dtype=np.uint8).copy(),
+            "entry_hashes": np.frombuffer(self._entry_hashes, dtype=np.uint8),
+            "entry_rows": np.frombuffer(self._entry_rows, dtype=np.int32),
+            "entry_status": np.frombuffer(self._entry_status, dtype=np.uint8),
+            "entry_match": np.frombuffer(self._entry_match, dtype=np.int32),
+            "entry_distance": np.frombuffer(self._entry_distance, dtype=np.uint8),
+            "entry_similarity": np.frombuffer(self._entry_similarity, dtype=np.uint8),
             "bloom": np.frombuffer(self.bloom.to_bytes(), dtype=np.uint8),
         }
 
         def write(fh: BinaryIO) -> None:
             np.savez(fh, **arrays)
 
-        atomic_write(self.directory / INDEX_FILE, write)
+        try:
+            atomic_write(self.directory / INDEX_FILE, write)
+        except BaseException as exc:
+            traceback.clear_frames(exc.__traceback__)  # the writer's frames hold the views too
+            raise
+        finally:
+            arrays.clear()
         self._snapshot_bytes = (self.directory / INDEX_FILE).stat().st_size
         self._log.clear()  # a crash before this line replays records the snapshot has: they are skipped
 

@@ -179,6 +179,39 @@ def test_build_equals_adding() -> None:
         assert built.get_many([key]) == added.get_many([key])
 
 
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_many_merges_equal_one_bulk_build(dtype: type[np.unsignedinteger], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Merging pending entries into the sorted arrays, again and again (rows oldest first within a
+    key, limits counting both parts), gives the table one sort of every pair gives."""
+    monkeypatch.setattr("scrapy_zhdedup.keytable._MIN_PENDING", 64)  # many merges, of many sizes
+    rng = random.Random(7)
+    top = int(np.iinfo(dtype).max)
+    common = [rng.randrange(top + 1) for _ in range(40)] + [0, top]  # keys shared by many rows
+    table = KeyTable(dtype)
+    pairs: list[tuple[int, int]] = []
+    merged_sizes = set()
+    for row in range(6000):
+        keys = {rng.choice(common) if rng.random() < 0.5 else rng.randrange(top + 1) for _ in range(rng.randrange(4))}
+        table.add_many(keys, row)
+        pairs += [(key, row) for key in keys]
+        merged_sizes.add(len(table._rows))
+        if row % 997 == 0:  # lookups over compacted and pending rows alike
+            for key in common:
+                rows = [r for k, r in pairs if k == key]
+                for limit in (None, 3, 64):
+                    assert table.get_many([key], limit=limit) == (rows if limit is None or len(rows) <= limit else [])
+    assert len(merged_sizes) > 20
+    keys_arr = np.array([k for k, _ in pairs], dtype=dtype)
+    rows_arr = np.array([r for _, r in pairs], dtype=np.uint32)
+    built_keys, built_rows = KeyTable.build(keys_arr, rows_arr).arrays()
+    merged_keys, merged_rows = table.arrays()
+    assert merged_keys.dtype == built_keys.dtype and merged_rows.dtype == built_rows.dtype == np.uint32
+    assert np.array_equal(merged_keys, built_keys) and np.array_equal(merged_rows, built_rows)
+    assert len(table) == len(pairs)
+    reloaded_keys, reloaded_rows = KeyTable.build(merged_keys, merged_rows).arrays()  # sorted already: kept as is
+    assert np.array_equal(reloaded_keys, built_keys) and np.array_equal(reloaded_rows, built_rows)
+
+
 # --- Bloom filter ------------------------------------------------------------------------------
 
 
@@ -254,6 +287,29 @@ def test_save_and_open_give_the_same_verdicts(tmp_path: Path) -> None:
     assert _judge_all(run2, second) == expected[len(first):]
     statuses = {s for _, s, *_ in expected[len(first):]}
     assert "exact" in statuses and "unique" in statuses
+
+
+def test_a_failed_snapshot_leaves_the_store_growing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot writes views of the live arrays; a failed write (its traceback kept, as here) must not
+    leave them pinned, or the next document could not be appended."""
+    first, second = _docs()
+    expected = _judge_all(Deduper(), first + second)
+    run = Deduper.open(DedupConfig(), tmp_path)
+    assert _judge_all(run, first) == expected[: len(first)]
+
+    def disk_full(file: BinaryIO, **arrays: np.ndarray) -> None:
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(np, "savez", disk_full)
+        with pytest.raises(OSError, match="disk full") as failed:
+            run.save()
+    assert failed.value.__traceback__ is not None
+    assert _judge_all(run, second) == expected[len(first):]
+    run.close()
+    run = Deduper.open(DedupConfig(), tmp_path)
+    assert run.store.judged == len(first) + len(second)
+    run.close()
 
 
 def test_saving_twice_and_reopening_keeps_everything(tmp_path: Path) -> None:
