@@ -49,7 +49,7 @@ from benchmarks.corpus import load_base
 from benchmarks.reposts import TRANSFORMS, sentences
 from es_plugin.backend import ElasticsearchBackend
 from es_plugin.lookups import SEARCH_PAGE, near_query, query_features
-from es_plugin.template import install, template_name, zhdedup_fields
+from es_plugin.template import install, sketch_terms, template_name, zhdedup_fields
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Fingerprinter
@@ -58,6 +58,7 @@ from scrapy_zhdedup.sketch import Sketch, band_keys, estimate_many, sketch
 from scrapy_zhdedup.text import content_hash
 
 CHUNK = 5000  # documents per bulk request while loading
+MAX_JUDGED = 10_000  # documents a run's judgements can write (a page of search hits: no delete_by_query on the test node)
 SENTENCES = (8, 15)  # sentences per synthetic document
 SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.fp", "zhdedup.sketch", "zhdedup.seen_at"]  # what EsLookups.near reads
 
@@ -164,6 +165,16 @@ def load(client: Elasticsearch, index: str, layout: BandLayout, n_synthetic: int
     return time.perf_counter() - started
 
 
+def forget_judged(client: Elasticsearch, index: str) -> None:
+    """Delete what an earlier run's judgements wrote (the unique reposts), so a reused index is the loaded one."""
+    judged = {"bool": {"should": [{"prefix": {"zhdedup.doc_id": "q-"}}, {"term": {"zhdedup.doc_id": "warm-up"}}]}}
+    client.indices.refresh(index=index)
+    found = client.search(index=index, query=judged, size=MAX_JUDGED, source=False)["hits"]["hits"]
+    if found:
+        client.bulk(operations=[{"delete": {"_index": index, "_id": hit["_id"]}} for hit in found], refresh=True)
+    client.options(request_timeout=3600).indices.forcemerge(index=index, max_num_segments=1)
+
+
 async def raw_lookups(url: str, index: str, dedup: DedupConfig, queries: list[tuple[str, str, Features]]) -> dict[str, Any]:
     """The backend's two requests per document (realtime ``mget`` by hash, the ``near_query`` search),
     timed one document at a time; then the candidates they returned, verified as ``EsLookups`` does."""
@@ -181,13 +192,16 @@ async def raw_lookups(url: str, index: str, dedup: DedupConfig, queries: list[tu
             latencies.append(1000 * (time.perf_counter() - started))
             hits = response["hits"]["hits"]
             hits_n.append(len(hits))
-            via_sketch.append(sum("sketch" in hit.get("matched_queries", ()) for hit in hits))
-            accepted = []
-            if hits:
+            accepted, sketch_hits = [], 0
+            if hits:  # which hits share a sketch key: read afterwards (named clauses would slow the search)
+                keys = set(sketch_terms(features.sketch_keys))
+                held = await client.mget(index=index, ids=[h["_id"] for h in hits], source_includes=["zhdedup.mh"])
+                sketch_hits = sum(not keys.isdisjoint(d["_source"]["zhdedup"].get("mh", ())) for d in held["docs"])
                 stored = [Sketch.from_bytes(base64.b64decode(h["_source"]["zhdedup"]["sketch"])) for h in hits]
                 overlaps = estimate_many(features.sketch, np.stack([s.values for s in stored]),
                                          np.array([s.shingles for s in stored]))
                 accepted = [h["_source"]["zhdedup"]["doc_id"] for h, o in zip(hits, overlaps) if rule.score(o) is not None]
+            via_sketch.append(sketch_hits)
             passed.append(len(accepted))
             found += source_id in accepted
             matching.append((await client.count(index=index, query=query))["count"])
@@ -250,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blocks", default="k+2", help="layouts to compare, e.g. k+1,k+2 (default %(default)s)")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--keep", action="store_true", help="keep the indices afterwards")
+    parser.add_argument("--reuse", action="store_true",
+                        help="query indices kept by an earlier --keep run instead of loading them again (implies --keep)")
     args = parser.parse_args(argv)
 
     info = common.start(f"Elasticsearch lookup cost at {args.docs:,} documents")
@@ -275,8 +291,12 @@ def main(argv: list[str] | None = None) -> int:
         dedup = DedupConfig(threshold=args.threshold, bands=blocks)
         layout = dedup.layout
         index = f"bench-lookup-{args.docs}-b{blocks}"
-        client.options(ignore_status=404).indices.delete(index=index)
-        seconds = load(client, index, layout, args.docs - len(real), real, pool, dedup.max_chars, seed=blocks)
+        seconds: float | None = None
+        if args.reuse and client.indices.exists(index=index):
+            forget_judged(client, index)
+        else:
+            client.options(ignore_status=404).indices.delete(index=index)
+            seconds = load(client, index, layout, args.docs - len(real), real, pool, dedup.max_chars, seed=blocks)
         stats = client.indices.stats(index=index, metric=["store", "docs"])["indices"][index]["primaries"]
         row: dict[str, Any] = {"docs": stats["docs"]["count"], "blocks": blocks, "tables": len(layout.tables),
                                "load_s": seconds, "bytes_doc": stats["store"]["size_in_bytes"] / stats["docs"]["count"],
@@ -287,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         row["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
         rows.append(row)
         print(f"# {row}", file=sys.stderr)
-        if not args.keep:
+        if not (args.keep or args.reuse):
             client.indices.delete(index=index)
             client.options(ignore_status=404).indices.delete_index_template(name=template_name(index))
 

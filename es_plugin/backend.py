@@ -347,17 +347,21 @@ class ElasticsearchBackend:
 
     def _enqueue_verdict(self, prepared: Prepared, verdict: Verdict, document: dict[str, Any],
                          words: str | None) -> None:
-        """The store's ``remember``: what the verdict writes (first copies; duplicates in annotate mode)."""
+        """The store's ``remember``: what the verdict writes (first copies; duplicates in annotate mode).
+
+        ``words`` is None when the text looked seen before (not segmented beforehand): it is segmented
+        here only if it is written, since segmenting (~1 ms) runs on the event loop here."""
         digest = prepared.digest
-        document = {**document, self.search.text_field: prepared.clean}
-        if words is None:  # a Bloom filter false positive, rarely
-            words = self.search.words(prepared.clean)
         self._bloom.add(digest)
+        if verdict.status != "unique" and not self.index_duplicates:
+            return
+        document = {**document, self.search.text_field: prepared.clean}
+        if words is None:
+            words = self.search.words(prepared.clean)
         if verdict.status == "exact":
-            if self.index_duplicates:
-                self.buffer.enqueue(Action("index", repeat_id(digest, verdict.doc_id),
-                                           self._source(verdict, document, words=words)))
-        elif verdict.status == "unique" or self.index_duplicates:
+            self.buffer.enqueue(Action("index", repeat_id(digest, verdict.doc_id),
+                                       self._source(verdict, document, words=words)))
+        else:
             features = query_features(prepared.features)
             self.buffer.open.add(digest, Match(verdict.doc_id, verdict.cluster, 0), features)
             self.buffer.enqueue(Action("create", digest, self._source(verdict, document, features, words)))

@@ -17,7 +17,7 @@ from elasticsearch import Elasticsearch
 from benchmarks.corpus import normalize
 from benchmarks.reposts import add_header_footer, combo, edit_chars
 from es_plugin.backend import ElasticsearchBackend
-from es_plugin.chinese import segment
+from es_plugin.chinese import SearchText, segment
 from es_plugin.lookups import repeat_id
 from es_plugin.template import template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
@@ -186,6 +186,23 @@ async def test_batched_verdicts_equal_one_at_a_time(es_url: str, index: str, tmp
     assert together == one_by_one == expected[len(stored):]
     assert batched["batch_lookups"] <= 3 < len(batch) <= single["batch_lookups"]  # mget, _msearch, maybe a 2nd
     es_client.options(ignore_status=404).indices.delete(index=f"{index}-single")
+
+
+async def test_drop_mode_segments_only_what_it_stores(es_url: str, index: str, tmp_path: Path, texts: list[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segmenting a text for search costs about as much as its fingerprint: an exact repeat that drop
+    mode does not store is not segmented (it was, on the event loop, before it was dropped)."""
+    segmented: list[str] = []
+    words = SearchText.words
+    monkeypatch.setattr(SearchText, "words", lambda self, clean: segmented.append(clean) or words(self, clean))
+    b = backend(es_url, index, tmp_path, annotate=False)
+    try:
+        assert (await judge(b, "o", texts[0]))[0] == "unique"
+        await b.flush()
+        assert (await judge(b, "e", exact_repost(texts[0])))[0] == "exact"
+    finally:
+        await b.close()
+    assert len(segmented) == 1
 
 
 async def test_pipeline_items_arriving_together_are_looked_up_together(

@@ -1,0 +1,69 @@
+"""The near search's pages (lookups.py), against the real node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+from elasticsearch import Elasticsearch
+
+from es_plugin.lookups import SEARCH_PAGE, EsLookups
+from es_plugin.steps import drive
+from es_plugin.template import install, template_name, zhdedup_fields
+from es_plugin.writer import EsStats, RetryPolicy
+from scrapy_zhdedup.config import DedupConfig
+from scrapy_zhdedup.engine import Fingerprinter
+from scrapy_zhdedup.judge import Features, Match, Verdict
+from scrapy_zhdedup.nearindex import NearIndex
+from scrapy_zhdedup.sketch import SIZE, Sketch
+
+pytestmark = pytest.mark.es
+
+DEDUP = DedupConfig()
+FULL = (1 << 64) - 1
+
+
+class Stats(dict[str, int]):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self[key] = self.get(key, start) + count
+
+
+@pytest.fixture
+def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
+    yield es_index
+    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
+
+
+def test_a_repeat_ranked_below_a_full_first_page_of_rejected_candidates_is_found(
+        es_client: Elasticsearch, index: str) -> None:
+    """Decoys hold every sketch key of the query (ranked first) but sketches the rule rejects; the one
+    repeat shares a single key.  It is found on a later page, as the embedded index finds it, and the
+    pages double: the decoys fill the first page and part of the second, so two rounds, not three."""
+    query = Fingerprinter(DEDUP).features("国务院常务会议部署近期重点工作，推动经济运行持续好转。" * 8)
+    rng = np.random.default_rng(3)
+    decoys = [Features(query.fingerprint ^ FULL, [], Sketch(rng.integers(0, 0xFFFF, SIZE, dtype=np.uint16), 500),
+                       query.sketch_keys) for _ in range(SEARCH_PAGE * 5 // 2)]
+    repeat = Features(query.fingerprint ^ FULL, [], query.sketch,
+                      [query.sketch_keys[0], *(int(k) for k in rng.integers(0, 1 << 32, len(query.sketch_keys) - 1))])
+    docs = [(f"d{i}", f) for i, f in enumerate(decoys)] + [("repeat", repeat)]
+    install(es_client, index, DEDUP.layout)
+    seen = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    operations: list[dict[str, object]] = []
+    for doc_id, features in docs:
+        verdict = Verdict(doc_id, "unique", None, None, doc_id, doc_id, features.fingerprint)
+        operations += [{"create": {"_index": index, "_id": doc_id}},
+                       {"zhdedup": zhdedup_fields(verdict, DEDUP.layout, seen, features=features)}]
+    assert not es_client.bulk(operations=operations, refresh=True)["errors"]
+
+    embedded = NearIndex(DEDUP.layout, DEDUP.rule)
+    for _, features in docs:
+        embedded.add(features)
+    hit = embedded.nearest(query)
+    assert hit is not None and docs[hit.row][0] == "repeat"
+
+    stats = Stats()
+    lookups = EsLookups(index, DEDUP.layout, DEDUP.rule, DEDUP.passage_share, RetryPolicy(0), EsStats(stats))
+    assert drive(es_client, lookups.near([query])) == [Match("repeat", "repeat", hit.distance, hit.similarity)]
+    assert stats["zhdedup/es/lookups"] == 2
