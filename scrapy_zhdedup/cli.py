@@ -57,34 +57,36 @@ def cmd_scan(args: argparse.Namespace) -> int:
     verdicts do not depend on their number.
     """
     refuse_overwriting_inputs(args.output, [args.input])
-    deduper = Deduper.open(from_args(DedupConfig, args), args.store)  # locks the store: a second writer fails here
+    config = from_args(DedupConfig, args)
     counts: Counter[str] = Counter()
     errors: list[BadRecordError] = []
     started = time.perf_counter()
     name = input_name(args.input)
-    try:
-        with (open_input(args.input) as fh, AtomicOutput(args.output) as out, progress(None, "doc", "scan") as bar,
-              PreparePool(deduper.config, _scan_step, args.workers) as pool):
-            lines, jobs = itertools.tee(_in_order(read_records(fh, name, strict=args.strict, errors=errors)))
-            for line, prepared in zip(lines, pool.map(_job(line) for line in jobs)):
-                if isinstance(line, BadRecordError):  # --strict: every line before it was judged
-                    raise line
-                if isinstance(prepared, Exception):
-                    what = "no text to judge" if isinstance(prepared, EmptyTextError) else "cannot be judged"
-                    bad = BadRecordError(line.path, line.line, f"{what} ({prepared})")
-                    if args.strict:
-                        raise bad from None
-                    logging.warning("skipped %s", bad)
-                    errors.append(bad)
-                    continue
-                verdict = judge(prepared, deduper.store)
-                counts[verdict.status] += 1
-                if verdict.rerun:
-                    counts[f"rerun_{verdict.rerun}"] += 1
-                out.write(json.dumps(verdict.record(), ensure_ascii=False) + "\n")
-                bar.update(1)
-    finally:
-        deduper.close()
+    with PreparePool(config, _scan_step, args.workers, fork=True) as pool:  # first: nothing open for workers to inherit
+        deduper = Deduper.open(config, args.store)  # locks the store: a second writer fails here
+        try:
+            with (open_input(args.input) as fh, AtomicOutput(args.output) as out,
+                  progress(None, "doc", "scan") as bar):
+                lines, jobs = itertools.tee(_in_order(read_records(fh, name, strict=args.strict, errors=errors)))
+                for line, prepared in zip(lines, pool.map(_job(line) for line in jobs)):
+                    if isinstance(line, BadRecordError):  # --strict: every line before it was judged
+                        raise line
+                    if isinstance(prepared, Exception):
+                        what = "no text to judge" if isinstance(prepared, EmptyTextError) else "cannot be judged"
+                        bad = BadRecordError(line.path, line.line, f"{what} ({prepared})")
+                        if args.strict:
+                            raise bad from None
+                        logging.warning("skipped %s", bad)
+                        errors.append(bad)
+                        continue
+                    verdict = judge(prepared, deduper.store)
+                    counts[verdict.status] += 1
+                    if verdict.rerun:
+                        counts[f"rerun_{verdict.rerun}"] += 1
+                    out.write(json.dumps(verdict.record(), ensure_ascii=False) + "\n")
+                    bar.update(1)
+        finally:
+            deduper.close()
     if deduper.store.bloom_false_positives:
         logging.info("zhdedup scan: the Bloom filter said 'seen' for %d new texts (false positives)",
                      deduper.store.bloom_false_positives)

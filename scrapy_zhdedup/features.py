@@ -45,19 +45,22 @@ STOPWORDS = frozenset(
 
 @cache
 def _idf() -> tuple[dict[str, float], float]:
+    """jieba's IDF table and its median (the weight of a word it does not know).
+
+    Parsed in one split, each of its ~3,300 distinct values converted once: a line-by-line loop took
+    0.47 s of every process's start-up (270k lines), this ~0.25 s."""
     # Located, not imported: importing jieba.analyse loads its POS tagger and a second IDF copy.
     spec = importlib.util.find_spec("jieba")
     if spec is None or spec.origin is None:
         raise ImportError("jieba is required for its IDF table (pip install jieba)")
     path = os.path.join(os.path.dirname(spec.origin), "analyse", "idf.txt")
-    table: dict[str, float] = {}
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            word, _, value = line.rstrip("\n").partition(" ")
-            if value:
-                table[word] = float(value)
-    values = sorted(table.values())
-    return table, values[len(values) // 2]
+        tokens = fh.read().split()  # "word value" per line; no word holds a space
+    words, values = tokens[0::2], tokens[1::2]
+    number = {value: float(value) for value in set(values)}
+    table = dict(zip(words, map(number.__getitem__, values)))
+    ordered = sorted(table.values())
+    return table, ordered[len(ordered) // 2]
 
 
 class Featurizer:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import zhtexts
@@ -96,3 +100,38 @@ def test_features_travel_back_from_the_workers() -> None:
 def test_workers_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         PreparePool(DedupConfig(), prepare_job, workers=0)
+
+
+def _dictionary_loaded(fingerprinter: Fingerprinter, item: int) -> bool:
+    return "rjieba" in sys.modules  # imported by the first word segmentation, not by Fingerprinter()
+
+
+FORKED = """
+import sys
+from scrapy_zhdedup import DedupConfig
+from scrapy_zhdedup.workers import PreparePool
+from test_workers import _dictionary_loaded
+with PreparePool(DedupConfig(), _dictionary_loaded, workers=2, fork=sys.argv[1] == "fork") as pool:
+    print(sorted(set(pool.map(range(64)))))
+"""
+
+
+@pytest.mark.parametrize(("asked", "loaded"), [("fork", True), ("spawn", False)])
+def test_scan_workers_are_forked_with_the_dictionary_loaded(asked: str, loaded: bool) -> None:
+    """``fork=True`` in a one-thread process (a fresh interpreter, as `zhdedup scan` is): the workers
+    inherit jieba's dictionary; spawned ones load it again."""
+    out = subprocess.run([sys.executable, "-c", FORKED, asked], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).parent).stdout
+    assert out.strip() == str([loaded])
+
+
+def test_fork_is_not_used_beside_another_thread() -> None:
+    pool: PreparePool[int, bool] = PreparePool(DedupConfig(), _dictionary_loaded, workers=2, fork=True)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert pool._start_method() == "spawn"  # the other thread could hold a lock the workers would inherit held
+    finally:
+        stop.set()
+        other.join()
