@@ -216,13 +216,14 @@ async def raw_lookups(url: str, index: str, dedup: DedupConfig, queries: list[tu
 
 
 async def through_backend(url: str, index: str, dedup: DedupConfig, items: list[tuple[str, str]],
-                          concurrency: int, dead_letter: Path) -> dict[str, Any]:
-    """Judge ``items`` one at a time (latency), then again with ``concurrency`` in flight (throughput).
+                          concurrency: int, dead_letter: Path, workers: int = 1) -> dict[str, Any]:
+    """Judge ``items`` one at a time (latency), then again with ``concurrency`` in flight (throughput),
+    preparing them on ``workers`` processes as the Scrapy pipeline does with ``ZHDEDUP_WORKERS``.
 
     Drop mode: near repeats are not written, so the second pass sees the same index.
     """
     es = EsConfig(es_url=url, es_index=index, es_dead_letter=str(dead_letter))
-    backend = ElasticsearchBackend(dedup, es)
+    backend = ElasticsearchBackend(dedup, es, workers=workers)
     latencies, statuses = [], []
     try:
         await backend.judge("warm-up", text=items[0][1], html=None, document={"url": "warm-up"})
@@ -263,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threshold", type=int, default=3)
     parser.add_argument("--blocks", default="k+2", help="layouts to compare, e.g. k+1,k+2 (default %(default)s)")
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes preparing the items judged through the backend (ZHDEDUP_WORKERS; default 1)")
     parser.add_argument("--keep", action="store_true", help="keep the indices afterwards")
     parser.add_argument("--reuse", action="store_true",
                         help="query indices kept by an earlier --keep run instead of loading them again (implies --keep)")
@@ -303,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                                "load_avg_after_load": [round(x, 2) for x in os.getloadavg()]}
         row.update(asyncio.run(raw_lookups(args.url, index, dedup, queries)))
         row.update(asyncio.run(through_backend(args.url, index, dedup, items, args.concurrency,
-                                               Path(f"/tmp/{index}-dead-letter.jsonl"))))
+                                               Path(f"/tmp/{index}-dead-letter.jsonl"), args.workers)))
         row["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
         rows.append(row)
         print(f"# {row}", file=sys.stderr)
@@ -313,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
 
     header = ("docs", "blocks", "hits mean", "hits p99", "via sketch mean", "pass rule mean", "matching mean",
               "matching p99", "source found", "lookup p50 ms", "p95 ms", "p99 ms", "judge p50 ms", "judge p99 ms",
-              f"items/s (c={args.concurrency})", "near", "bytes/doc", "load s")
+              f"items/s (c={args.concurrency}, {args.workers} w)", "near", "bytes/doc", "load s")
     tables = [common.table(header, [
         (r["docs"], r["blocks"], r["hits_mean"], r["hits_p99"], r["via_sketch_mean"], r["passed_mean"],
          r["matching_mean"], r["matching_p99"], f"{r['source_found']:.1%}", r["lookup_p50"], r["lookup_p95"],

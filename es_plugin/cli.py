@@ -12,10 +12,7 @@ import sys
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-from elastic_transport import TransportError
-from elasticsearch import ApiError, Elasticsearch
+from typing import TYPE_CHECKING, Any
 
 from scrapy_zhdedup.cli import progress
 from scrapy_zhdedup.config import (
@@ -33,7 +30,9 @@ from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 from scrapy_zhdedup.workers import add_workers_option
 
 from .chinese import SearchText
-from .client import redact
+
+if TYPE_CHECKING:
+    from elasticsearch import Elasticsearch
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -119,6 +118,11 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
     """Elasticsearch errors become one line naming the node and the reason, like every other CLI error."""
 
     def run(args: argparse.Namespace) -> int:
+        from elastic_transport import TransportError
+        from elasticsearch import ApiError
+
+        from .client import redact
+
         try:
             return command(args)
         except ApiError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import itertools
 import json
 import logging
@@ -142,23 +143,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _mount_es(sub: argparse._SubParsersAction) -> None:
-    """``zhdedup es …`` lives in es_plugin, which depends on this package, so it is found by name."""
-    try:
-        es_cli = importlib.import_module("es_plugin.cli")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("elasticsearch", "elastic_transport"):
-            raise
-        missing = exc.name
-        es = sub.add_parser("es", help="Elasticsearch commands (needs the [es] extra)")
-        es.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-
-        def unavailable(args: argparse.Namespace) -> int:
-            raise ZhDedupError(f"zhdedup es needs the Elasticsearch client ({missing} is not installed): "
-                               f"pip install 'scrapy-zhdedup[es]'")
-
-        es.set_defaults(func=unavailable)
+    """``zhdedup es …`` lives in es_plugin, which depends on this package, so it is found by name.
+    The client itself is imported only by an ``es`` command (0.4 s that ``scan`` does not pay)."""
+    missing = next((name for name in ("elasticsearch", "elastic_transport") if importlib.util.find_spec(name) is None),
+                   None)
+    if missing is None:
+        importlib.import_module("es_plugin.cli").register(sub)
         return
-    es_cli.register(sub)
+    es = sub.add_parser("es", help="Elasticsearch commands (needs the [es] extra)")
+    es.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+    def unavailable(args: argparse.Namespace) -> int:
+        raise ZhDedupError(f"zhdedup es needs the Elasticsearch client ({missing} is not installed): "
+                           f"pip install 'scrapy-zhdedup[es]'")
+
+    es.set_defaults(func=unavailable)
 
 
 def main(argv: list[str] | None = None) -> int:
