@@ -7,21 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
 from es_proxy import EsProxy
+from fault_node import free_port
+from helpers import Stats
 
 from es_plugin.backend import ElasticsearchBackend
 from es_plugin.client import EsUnavailableError, check_reachable, make_client
-from es_plugin.template import install, template_name
+from es_plugin.template import install
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.text import TextCleaner
@@ -37,17 +38,6 @@ TEXTS = [
     "杭州西湖景区发布游览提示，国庆假期期间将实行临时交通管制，建议游客绿色出行错峰游览。",
     "成都大熊猫繁育研究基地迎来两只新生幼崽，目前母子平安，工作人员正进行二十四小时监护。",
 ]
-
-
-class Stats(dict[str, int]):
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self[key] = self.get(key, start) + count
-
-
-@pytest.fixture
-def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
-    yield es_index
-    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
 
 
 @pytest.fixture
@@ -72,12 +62,6 @@ async def judge(b: ElasticsearchBackend, i: int, **document: Any) -> str:
 def dead_letters(tmp_path: Path) -> list[dict[str, Any]]:
     path = tmp_path / "dead.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def test_unreachable_at_start_names_the_url(tmp_path: Path) -> None:
