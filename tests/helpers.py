@@ -11,6 +11,9 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from es_plugin.backend import ElasticsearchBackend
+from scrapy_zhdedup.config import DedupConfig, EsConfig
+
 
 class Stats(dict[str, int]):
     """The part of Scrapy's stats collector es_plugin uses (``inc_value``), read back as a plain dict.
@@ -20,6 +23,15 @@ class Stats(dict[str, int]):
 
     def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
         self[key] = self.get(key, start) + count
+
+
+def backend(url: str, index: str, tmp_path: Path, *, annotate: bool = True, stats: Stats | None = None,
+            **es: Any) -> ElasticsearchBackend:
+    """The Elasticsearch backend with default dedup settings, flushed by bulk size (1000) rather than by
+    time unless ``es`` says otherwise, fast retries, and its dead-letter file in ``tmp_path``."""
+    cfg = EsConfig(es_url=url, es_index=index, es_dead_letter=str(tmp_path / "dead.jsonl"),
+                   **{"es_flush_interval": 3600.0, "es_bulk_size": 1000, **es})
+    return ElasticsearchBackend(DedupConfig(), cfg, stats=stats, index_duplicates=annotate, backoff_base=0.01)
 
 
 class Interrupt(Exception):

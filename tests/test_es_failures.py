@@ -18,7 +18,7 @@ import pytest
 from elasticsearch import Elasticsearch
 from es_proxy import EsProxy
 from fault_node import free_port
-from helpers import Stats
+from helpers import Stats, backend
 
 from es_plugin.backend import ElasticsearchBackend
 from es_plugin.client import EsUnavailableError, check_reachable, make_client
@@ -48,12 +48,6 @@ async def proxy(es_url: str) -> AsyncIterator[tuple[EsProxy, str]]:
     await p.close()
 
 
-def backend(url: str, index: str, tmp_path: Path, stats: Stats | None = None, **es: Any) -> ElasticsearchBackend:
-    cfg = EsConfig(es_url=url, es_index=index, es_dead_letter=str(tmp_path / "dead.jsonl"),
-                   **{"es_flush_interval": 3600.0, "es_bulk_size": 1000, **es})
-    return ElasticsearchBackend(DEDUP, cfg, stats=stats, index_duplicates=True, backoff_base=0.01)
-
-
 async def judge(b: ElasticsearchBackend, i: int, **document: Any) -> str:
     verdict = await b.judge(f"doc-{i}", text=TEXTS[i], html=None, document={"url": f"doc-{i}", **document})
     return verdict.status
@@ -79,7 +73,7 @@ async def test_outage_mid_run_is_retried(proxy: tuple[EsProxy, str], index: str,
                                          es_client: Elasticsearch) -> None:
     p, url = proxy
     stats = Stats()
-    b = backend(url, index, tmp_path, stats, es_timeout=0.5, es_max_retries=10)
+    b = backend(url, index, tmp_path, stats=stats, es_timeout=0.5, es_max_retries=10)
     loop = asyncio.get_running_loop()
     try:
         assert await judge(b, 0) == "unique"
@@ -113,7 +107,7 @@ async def test_outage_mid_run_is_retried(proxy: tuple[EsProxy, str], index: str,
 async def test_down_for_good_dead_letters_and_raises(proxy: tuple[EsProxy, str], index: str, tmp_path: Path) -> None:
     p, url = proxy
     stats = Stats()
-    b = backend(url, index, tmp_path, stats, es_timeout=0.5, es_max_retries=2)
+    b = backend(url, index, tmp_path, stats=stats, es_timeout=0.5, es_max_retries=2)
     try:
         for i in range(3):
             assert await judge(b, i) == "unique"  # buffered, not written yet
@@ -137,7 +131,7 @@ async def test_down_for_good_dead_letters_and_raises(proxy: tuple[EsProxy, str],
 async def test_read_only_index_dead_letters_after_retries(index: str, es_url: str, tmp_path: Path,
                                                           es_client: Elasticsearch) -> None:
     stats = Stats()
-    b = backend(es_url, index, tmp_path, stats, es_max_retries=2)
+    b = backend(es_url, index, tmp_path, stats=stats, es_max_retries=2)
     try:
         assert await judge(b, 0) == "unique"  # creates the index
         es_client.indices.put_settings(index=index, settings={"index.blocks.write": True})
@@ -157,7 +151,7 @@ async def test_mapping_conflict_dead_letters_only_the_bad_document(index: str, e
                                                                    es_client: Elasticsearch) -> None:
     install(es_client, index, DEDUP.layout, {"price": {"type": "integer"}})
     stats = Stats()
-    b = backend(es_url, index, tmp_path, stats)
+    b = backend(es_url, index, tmp_path, stats=stats)
     try:
         assert await judge(b, 0, price="not a number") == "unique"
         assert await judge(b, 1, price=3) == "unique"
