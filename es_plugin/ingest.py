@@ -44,7 +44,7 @@ import re
 import time
 from collections import Counter, deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,16 +107,6 @@ def open_checkpoint(directory: Path, index: str, source: Path, kind: str, restar
     return Checkpoint.open(directory / f"{name}--{key}.json", identity,
                            {"position": 0, "last": None, "done": False}, restart=restart,
                            way_out="delete it or use --restart")
-
-
-@dataclass
-class _Stats:
-    """What the backend counts (``inc_value`` like Scrapy's stats collector)."""
-
-    values: Counter[str] = field(default_factory=Counter)
-
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self.values[key] += count
 
 
 class Reader:
@@ -211,8 +201,7 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
     if not es.es_dead_letter:  # beside the checkpoints: both say what this run did not finish
         es = dataclasses.replace(es, es_dead_letter=str(checkpoint_dir / DEFAULT_NAME))
     client = make_async_client(es, max_retries=0)  # the backend retries with its own backoff
-    stats = _Stats()
-    backend = ElasticsearchBackend(dedup, es, stats=stats, index_duplicates=mode == "annotate", client=client)
+    backend = ElasticsearchBackend(dedup, es, index_duplicates=mode == "annotate", client=client)
     errors: list[BadRecordError] = []
     reader = Reader(strict, errors)
     reports = []

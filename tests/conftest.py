@@ -10,6 +10,8 @@ import pytest
 from elasticsearch import Elasticsearch
 from es_node import EsNodeError, acquire, release
 
+from es_plugin.template import template_name
+
 # --- Elasticsearch ---------------------------------------------------------------------------------
 
 
@@ -47,15 +49,18 @@ def es_client(es_url: str) -> Iterator[Elasticsearch]:
 
 
 @pytest.fixture
-def es_index(es_client: Elasticsearch, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh, unused index name for one test; that index and any ``<name>-*`` ones go afterwards.
+def index(es_client: Elasticsearch, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, unused index name for one test; afterwards that index, any ``<name>-*`` ones and the index
+    templates ``install`` made for them (``zhdedup-<name>*``) are deleted.
 
     The name only is given (tests create the index with the mappings they need). Derived indices are
-    deleted by their concrete names, since wildcard deletes are refused by default.
+    deleted by their concrete names, since wildcard deletes of indices are refused by default (those of
+    templates are not).
     """
     test_part = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40]
     name = f"zhdedup-test-{test_part}-{uuid.uuid4().hex[:12]}"
     yield name
+    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(f"{name}*"))
     found = es_client.indices.get(
         index=[name, f"{name}-*"], ignore_unavailable=True, allow_no_indices=True, expand_wildcards="all"
     )

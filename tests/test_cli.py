@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import zhtexts
+from helpers import write_jsonl
 from zhtexts import news_page
 
 from scrapy_zhdedup import Deduper, cli
@@ -22,14 +23,6 @@ ZHDEDUP = Path(sys.executable).with_name("zhdedup")
 ARTICLES = zhtexts.articles(12)
 BIG_LINES = 20_000
 MAX_RSS_MB = 600
-
-
-def _write(path: Path, lines: list[Any]) -> Path:
-    """One JSON object per line; a str is written as it is (for broken lines)."""
-    with path.open("w", encoding="utf-8") as fh:
-        for line in lines:
-            fh.write((line if isinstance(line, str) else json.dumps(line, ensure_ascii=False)) + "\n")
-    return path
 
 
 def _read(text: str) -> list[dict[str, Any]]:
@@ -69,7 +62,7 @@ def big_scan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
     lines += [{"id": f"again-{i}", "text": rng.choice(pieces)} for i in range(8_000)]
     lines += [{"id": f"typo-{i}", "text": zhtexts.edit_chars(rng.choice(pieces), 1, seed=i)} for i in range(4_000)]
     rng.shuffle(lines)
-    source = _write(workdir / "big.jsonl", lines)
+    source = write_jsonl(workdir / "big.jsonl", lines)
     measure = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:]); "
                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(p.returncode)")
     proc = subprocess.Popen(
@@ -89,7 +82,7 @@ def big_scan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
 
 def test_scan_writes_one_line_per_input_in_input_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = _records()
-    source = _write(tmp_path / "in.jsonl", records)
+    source = write_jsonl(tmp_path / "in.jsonl", records)
     assert main(["scan", "--workers", "1", str(source)]) == 0
     captured = capsys.readouterr()
     out = _read(captured.out)
@@ -114,7 +107,7 @@ def test_scan_writes_one_line_per_input_in_input_order(tmp_path: Path, capsys: p
 
 def test_output_file_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = _records()
-    source = _write(tmp_path / "in.jsonl", records)
+    source = write_jsonl(tmp_path / "in.jsonl", records)
     assert main(["scan", "--workers", "1", str(source), "-o", str(tmp_path / "verdicts.jsonl")]) == 0
     assert capsys.readouterr().out == ""
     assert _read((tmp_path / "verdicts.jsonl").read_text(encoding="utf-8")) == _oracle(records)
@@ -139,7 +132,7 @@ def _bad_file(tmp_path: Path) -> Path:
     lines: list[Any] = [{"id": "first", "text": ARTICLES[0].text}]
     lines += [line for _, line, _ in BAD]
     lines += ["", {"id": "last", "text": ARTICLES[1].text}]  # a blank line is not a record
-    return _write(tmp_path / "bad.jsonl", lines)
+    return write_jsonl(tmp_path / "bad.jsonl", lines)
 
 
 def test_bad_lines_are_reported_with_line_numbers_and_skipped(
@@ -161,7 +154,7 @@ def test_bad_lines_are_reported_with_line_numbers_and_skipped(
                          ids=["not-json", "no-id", "empty-text"])
 def test_strict_stops_at_the_first_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             bad_line: Any, number: int, reason: str) -> None:
-    source = _write(tmp_path / "in.jsonl", [{"id": "a", "text": ARTICLES[0].text}, bad_line,
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "text": ARTICLES[0].text}, bad_line,
                                              {"id": "b", "text": ARTICLES[1].text}])
     assert main(["scan", "--workers", "1", str(source), "--strict"]) == 2
     captured = capsys.readouterr()
@@ -171,8 +164,8 @@ def test_strict_stops_at_the_first_bad_line(tmp_path: Path, capsys: pytest.Captu
 
 def test_store_persists_across_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "store"
-    first = _write(tmp_path / "day1.jsonl", [{"id": a.id, "text": a.text} for a in ARTICLES[:6]])
-    second = _write(tmp_path / "day2.jsonl", [
+    first = write_jsonl(tmp_path / "day1.jsonl", [{"id": a.id, "text": a.text} for a in ARTICLES[:6]])
+    second = write_jsonl(tmp_path / "day2.jsonl", [
         {"id": "again-0", "text": ARTICLES[0].text},
         {"id": "typo-1", "text": zhtexts.edit_chars(ARTICLES[1].text, 1, seed=3)},
         {"id": ARTICLES[6].id, "text": ARTICLES[6].text},
@@ -192,7 +185,7 @@ def test_store_persists_across_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_corrupt_store_is_an_error_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "store"
-    source = _write(tmp_path / "in.jsonl", [{"id": "a", "text": ARTICLES[0].text}])
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "text": ARTICLES[0].text}])
     assert main(["scan", "--workers", "1", str(source), "--store", str(store)]) == 0
     (store / "index.npz").write_bytes(b"this is not an index")
     assert main(["scan", "--workers", "1", str(source), "--store", str(store)]) == 2
@@ -202,7 +195,7 @@ def test_corrupt_store_is_an_error_naming_the_file(tmp_path: Path, capsys: pytes
 
 def test_dedup_options_reach_the_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     article = ARTICLES[3]
-    source = _write(tmp_path / "in.jsonl", [{"id": "s", "text": article.text},
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "s", "text": article.text},
                                             {"id": "t", "text": zhtexts.traditional(article.text)}])
     assert main(["scan", "--workers", "1", str(source)]) == 0
     assert _read(capsys.readouterr().out)[1]["dup_of"] == "s"
@@ -232,7 +225,7 @@ def test_console_script(tmp_path: Path) -> None:
     """The installed `zhdedup` prints verdicts on stdout, bad lines and the summary on stderr."""
     records = _records()
     bad = _bad_file(tmp_path).read_text(encoding="utf-8").splitlines()
-    source = _write(tmp_path / "in.jsonl", records + bad)
+    source = write_jsonl(tmp_path / "in.jsonl", records + bad)
     proc = subprocess.run([str(ZHDEDUP), "scan", str(source)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     good = [*records, {"id": "first", "text": ARTICLES[0].text}, {"id": "last", "text": ARTICLES[1].text}]
@@ -271,4 +264,4 @@ def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(cli, "judge", broken)
     with pytest.raises(ValueError, match="a bug"):
-        main(["scan", "--workers", "1", str(_write(tmp_path / "in.jsonl", [{"id": "a", "text": "一段文字"}]))])
+        main(["scan", "--workers", "1", str(write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "text": "一段文字"}]))])

@@ -7,33 +7,25 @@ import json
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from helpers import Stats, backend
 
 from benchmarks.corpus import normalize
 from benchmarks.reposts import add_header_footer, combo, edit_chars
 from es_plugin.backend import ElasticsearchBackend
 from es_plugin.chinese import SearchText, segment
 from es_plugin.lookups import repeat_id
-from es_plugin.template import template_name
-from scrapy_zhdedup.config import DedupConfig, EsConfig
+from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.engine import Deduper
 from scrapy_zhdedup.text import TextCleaner, content_hash
 
 pytestmark = pytest.mark.es
 
 DEDUP = DedupConfig()
-
-
-class Stats(dict[str, int]):
-    """The part of Scrapy's stats collector the backend uses."""
-
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self[key] = self.get(key, start) + count
 
 
 @pytest.fixture(scope="module")
@@ -72,19 +64,6 @@ def _near_repost(text: str, seed: int) -> str | None:
 def near_repost(text: str) -> str:
     """An edited repost that the engine itself judges near (so the ES path is what is tested)."""
     return _REPOSTS[text]
-
-
-@pytest.fixture
-def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
-    yield es_index
-    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
-
-
-def backend(url: str, index: str, tmp_path: Path, *, annotate: bool = True, stats: Stats | None = None,
-            **es: Any) -> ElasticsearchBackend:
-    cfg = EsConfig(es_url=url, es_index=index, es_dead_letter=str(tmp_path / "dead.jsonl"),
-                   **{"es_flush_interval": 3600.0, "es_bulk_size": 1000, **es})
-    return ElasticsearchBackend(DEDUP, cfg, stats=stats, index_duplicates=annotate, backoff_base=0.01)
 
 
 async def judge(b: ElasticsearchBackend, doc_id: str, text: str) -> tuple[str, str | None, int | None]:

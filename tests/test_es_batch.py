@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from helpers import Interrupt, interrupt_after
 from zhtexts import articles, edit_chars, traditional, with_attribution
 
 from es_plugin.batch import READ_SORT, dedup_index
@@ -62,19 +63,19 @@ def docs() -> list[tuple[str, dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_verdicts_equal_the_engine_in_read_order(es_client: Elasticsearch, es_index: str,
+def test_verdicts_equal_the_engine_in_read_order(es_client: Elasticsearch, index: str,
                                                  docs: list[tuple[str, dict[str, Any]]], tmp_path: Path,
                                                  workers: int) -> None:
     """The engine's verdicts in read order, whether 1 or 2 worker processes prepare the documents."""
-    load(es_client, es_index, docs)
-    report = dedup_index(es_client, es_index, DEDUP, checkpoint=tmp_path / "ck.json", batch_size=16, workers=workers)
+    load(es_client, index, docs)
+    report = dedup_index(es_client, index, DEDUP, checkpoint=tmp_path / "ck.json", batch_size=16, workers=workers)
 
     deduper, expected = Deduper(DEDUP), {}
     for doc_id, source in docs:  # insertion order is _seq_no order on one shard
         if doc_id not in ("empty", "notext"):
             v = deduper.check(doc_id, text=source["text"])
             expected[doc_id] = (v.status, v.dup_of, v.distance, v.cluster)
-    got = verdicts(es_client, es_index)
+    got = verdicts(es_client, index)
     assert {d: (g["status"], g["dup_of"], g["distance"], g["cluster"]) for d, g in got.items() if g["status"]} == expected
     assert got["empty"]["status"] is None and got["notext"]["status"] is None
     assert report["skipped"] == 2 and set(report["skipped_examples"]) == {"empty", "notext"}
@@ -85,29 +86,16 @@ def test_verdicts_equal_the_engine_in_read_order(es_client: Elasticsearch, es_in
     assert biggest["size"] == max(sum(1 for e in expected.values() if e[3] == c) for c in {e[3] for e in expected.values()})
     assert biggest["examples"][0] == biggest["cluster"]
     # the index keeps its own _meta next to ours, and a second run has nothing left to do
-    meta = es_client.indices.get_mapping(index=es_index)[es_index]["mappings"]["_meta"]
+    meta = es_client.indices.get_mapping(index=index)[index]["mappings"]["_meta"]
     assert meta["owner"] == "test" and meta["zhdedup"]["layout"] == DEDUP.layout.to_dict()
-    again = dedup_index(es_client, es_index, DEDUP, checkpoint=tmp_path / "ck.json")
+    again = dedup_index(es_client, index, DEDUP, checkpoint=tmp_path / "ck.json")
     assert again["judged"] == 0 and again["loaded"] == len(expected)
 
 
-class Interrupt(Exception):
-    pass
-
-
-def interrupt_after(n: int, seen: list[int]) -> Any:
-    def progress(k: int) -> None:
-        seen.append(k)
-        if len(seen) == n:
-            raise Interrupt
-
-    return progress
-
-
-def test_interrupted_runs_resume_to_the_uninterrupted_result(es_client: Elasticsearch, es_index: str,
+def test_interrupted_runs_resume_to_the_uninterrupted_result(es_client: Elasticsearch, index: str,
                                                               docs: list[tuple[str, dict[str, Any]]],
                                                               tmp_path: Path) -> None:
-    straight, resumed = es_index, f"{es_index}-resumed"
+    straight, resumed = index, f"{index}-resumed"
     load(es_client, straight, docs)
     load(es_client, resumed, docs)
     dedup_index(es_client, straight, DEDUP, batch_size=10)
@@ -126,21 +114,21 @@ def test_interrupted_runs_resume_to_the_uninterrupted_result(es_client: Elastics
     assert verdicts(es_client, resumed) == verdicts(es_client, straight)
 
 
-def test_dry_run_writes_nothing(es_client: Elasticsearch, es_index: str,
+def test_dry_run_writes_nothing(es_client: Elasticsearch, index: str,
                                 docs: list[tuple[str, dict[str, Any]]], tmp_path: Path) -> None:
-    load(es_client, es_index, docs[:20])
-    report = dedup_index(es_client, es_index, DEDUP, dry_run=True, checkpoint=tmp_path / "ck.json")
+    load(es_client, index, docs[:20])
+    report = dedup_index(es_client, index, DEDUP, dry_run=True, checkpoint=tmp_path / "ck.json")
     assert report["judged"] + report["skipped"] == 20 and report["dry_run"]
-    mapping = es_client.indices.get_mapping(index=es_index)[es_index]["mappings"]
+    mapping = es_client.indices.get_mapping(index=index)[index]["mappings"]
     assert "zhdedup" not in mapping["properties"] and "zhdedup" not in mapping["_meta"]
     assert not (tmp_path / "ck.json").exists()
-    assert all(v["status"] is None for v in verdicts(es_client, es_index).values())
+    assert all(v["status"] is None for v in verdicts(es_client, index).values())
 
 
-def test_point_in_time_expiry_keeps_the_order(es_client: Elasticsearch, es_index: str,
+def test_point_in_time_expiry_keeps_the_order(es_client: Elasticsearch, index: str,
                                               docs: list[tuple[str, dict[str, Any]]]) -> None:
-    load(es_client, es_index, docs, shards=2)
-    reader = PointInTime(es_client, es_index, refresh=True)
+    load(es_client, index, docs, shards=2)
+    reader = PointInTime(es_client, index, refresh=True)
     body = {"query": {"match_all": {}}, "sort": READ_SORT, "size": 7, "_source": False}
     expected = [h["_id"] for page in reader.pages(body, reopen=True) for h in page]
     got = []
@@ -152,20 +140,20 @@ def test_point_in_time_expiry_keeps_the_order(es_client: Elasticsearch, es_index
     assert got == expected and len(got) == len(docs)
 
 
-def test_wrong_layout_or_mapping_is_refused(es_client: Elasticsearch, es_index: str,
+def test_wrong_layout_or_mapping_is_refused(es_client: Elasticsearch, index: str,
                                             docs: list[tuple[str, dict[str, Any]]]) -> None:
     with pytest.raises(ZhDedupError, match="no such index"):
-        dedup_index(es_client, es_index, DEDUP)
-    load(es_client, es_index, docs[:12])
-    dedup_index(es_client, es_index, DEDUP)
+        dedup_index(es_client, index, DEDUP)
+    load(es_client, index, docs[:12])
+    dedup_index(es_client, index, DEDUP)
     with pytest.raises(LayoutMismatchError, match="threshold"):
-        dedup_index(es_client, es_index, DedupConfig(threshold=4))
+        dedup_index(es_client, index, DedupConfig(threshold=4))
 
-    other = f"{es_index}-conflict"
+    other = f"{index}-conflict"
     es_client.indices.create(index=other, mappings={"properties": {"zhdedup": {"type": "keyword"}}})
     with pytest.raises(ZhDedupError, match="cannot add the zhdedup fields"):
         dedup_index(es_client, other, DEDUP)
-    foreign = f"{es_index}-foreign"
+    foreign = f"{index}-foreign"
     es_client.indices.create(index=foreign, mappings={"_meta": {"zhdedup": {"template_version": 99}}})
     with pytest.raises(EsIndexError, match="template version 99"):
         dedup_index(es_client, foreign, DEDUP)

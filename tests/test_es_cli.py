@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from elasticsearch import Elasticsearch
 from zhtexts import articles, edit_chars, with_attribution
 
-from es_plugin.template import template_name
 from scrapy_zhdedup.cli import main
 
 pytestmark = pytest.mark.es
-
-
-@pytest.fixture
-def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
-    yield es_index
-    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
 
 
 @pytest.fixture(scope="module")
@@ -77,47 +69,47 @@ def test_install_status_ingest_search_reconcile(es_url: str, index: str, news: P
     assert code == 0 and json.loads(out)["scanned"] == 24
 
 
-def test_dedup_index_and_print_body(es_url: str, es_client: Elasticsearch, es_index: str, news: Path,
+def test_dedup_index_and_print_body(es_url: str, es_client: Elasticsearch, index: str, news: Path,
                                     tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    es_client.indices.create(index=es_index, mappings={"properties": {"text": {"type": "text"}}})
+    es_client.indices.create(index=index, mappings={"properties": {"text": {"type": "text"}}})
     ops = []
     for line in news.read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
-        ops += [{"index": {"_index": es_index}}, {"url": rec["id"], "title": rec["title"], "text": rec["text"]}]
+        ops += [{"index": {"_index": index}}, {"url": rec["id"], "title": rec["title"], "text": rec["text"]}]
     es_client.bulk(operations=ops, refresh=True)
     monkeypatch.chdir(tmp_path)  # the default checkpoint goes to ./.zhdedup-checkpoints
     conn = ("--url", es_url)
 
-    code, out, _ = run(capsys, "es", "dedup-index", "--index", es_index, *conn, "--id-field", "url", "--dry-run",
+    code, out, _ = run(capsys, "es", "dedup-index", "--index", index, *conn, "--id-field", "url", "--dry-run",
                        "--json")
     dry = json.loads(out)
     assert code == 0 and dry["dry_run"] and dry["judged"] == 24
-    code, out, _ = run(capsys, "es", "dedup-index", "--index", es_index, *conn, "--id-field", "url")
+    code, out, _ = run(capsys, "es", "dedup-index", "--index", index, *conn, "--id-field", "url")
     assert code == 0 and "24 judged" in out and "largest:" in out and "https://a.example/" in out
-    assert (tmp_path / ".zhdedup-checkpoints" / f"dedup-index-{es_index}.json").exists()
-    cluster = es_client.search(index=es_index, query={"term": {"url.keyword": "https://b.example/0"}})
+    assert (tmp_path / ".zhdedup-checkpoints" / f"dedup-index-{index}.json").exists()
+    cluster = es_client.search(index=index, query={"term": {"url.keyword": "https://b.example/0"}})
     assert cluster["hits"]["hits"][0]["_source"]["zhdedup"]["dup_of"] == "https://a.example/0"
 
-    code, out, _ = run(capsys, "es", "status", "--index", es_index, *conn)  # no template: dedup-index needs none
+    code, out, _ = run(capsys, "es", "status", "--index", index, *conn)  # no template: dedup-index needs none
     assert code == 0 and "matches:   yes" in out and "not installed" in out
 
-    code, out, _ = run(capsys, "es", "search", "新闻", "--index", es_index, "--print-body", "--inner-hits", "3")
+    code, out, _ = run(capsys, "es", "search", "新闻", "--index", index, "--print-body", "--inner-hits", "3")
     first, *body_lines, last = out.splitlines()
     body = json.loads("\n".join(body_lines))
-    assert first.startswith("curl ") and f"/{es_index}/_search" in first and last == "JSON"
+    assert first.startswith("curl ") and f"/{index}/_search" in first and last == "JSON"
     assert body["collapse"]["field"] == "zhdedup.cluster" and body["collapse"]["inner_hits"]["size"] == 4
 
 
-def test_errors_are_one_clear_line(es_url: str, es_index: str, capsys: pytest.CaptureFixture[str],
+def test_errors_are_one_clear_line(es_url: str, index: str, capsys: pytest.CaptureFixture[str],
                                    tmp_path: Path) -> None:
-    code, _, err = run(capsys, "es", "search", "中国", "--index", es_index, "--url", es_url)
+    code, _, err = run(capsys, "es", "search", "中国", "--index", index, "--url", es_url)
     assert code == 2 and "no such index" in err
-    code, _, err = run(capsys, "es", "status", "--index", es_index, "--url", "http://127.0.0.1:9")
+    code, _, err = run(capsys, "es", "status", "--index", index, "--url", "http://127.0.0.1:9")
     assert code == 2 and "http://127.0.0.1:9 is not reachable" in err
-    code, _, err = run(capsys, "es", "ingest", str(tmp_path / "missing.jsonl"), "--index", es_index, "--url", es_url)
+    code, _, err = run(capsys, "es", "ingest", str(tmp_path / "missing.jsonl"), "--index", index, "--url", es_url)
     assert code == 2 and "missing.jsonl: no such file or directory" in err
-    code, _, err = run(capsys, "es", "dedup-index", "--index", es_index, "--url", es_url)
+    code, _, err = run(capsys, "es", "dedup-index", "--index", index, "--url", es_url)
     assert code == 2 and "no such index" in err
 
 

@@ -8,15 +8,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 import pytest
+from helpers import Stats
 
 from es_plugin.deadletter import STAT, DeadLetterError, DeadLetters, keep_only, locked, read
 from es_plugin.writer import Action, EsStats
 from scrapy_zhdedup.persist import atomic_write
-
-
-class Stats(dict[str, int]):
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self[key] = self.get(key, start) + count
 
 
 def letters(path: Path, stats: Stats | None = None) -> DeadLetters:

@@ -7,21 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
 from es_proxy import EsProxy
+from fault_node import free_port
+from helpers import Stats, backend
 
 from es_plugin.backend import ElasticsearchBackend
 from es_plugin.client import EsUnavailableError, check_reachable, make_client
-from es_plugin.template import install, template_name
+from es_plugin.template import install
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.text import TextCleaner
@@ -39,29 +40,12 @@ TEXTS = [
 ]
 
 
-class Stats(dict[str, int]):
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self[key] = self.get(key, start) + count
-
-
-@pytest.fixture
-def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
-    yield es_index
-    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
-
-
 @pytest.fixture
 async def proxy(es_url: str) -> AsyncIterator[tuple[EsProxy, str]]:
     p = EsProxy(es_url)
     url = await p.start()
     yield p, url
     await p.close()
-
-
-def backend(url: str, index: str, tmp_path: Path, stats: Stats | None = None, **es: Any) -> ElasticsearchBackend:
-    cfg = EsConfig(es_url=url, es_index=index, es_dead_letter=str(tmp_path / "dead.jsonl"),
-                   **{"es_flush_interval": 3600.0, "es_bulk_size": 1000, **es})
-    return ElasticsearchBackend(DEDUP, cfg, stats=stats, index_duplicates=True, backoff_base=0.01)
 
 
 async def judge(b: ElasticsearchBackend, i: int, **document: Any) -> str:
@@ -72,12 +56,6 @@ async def judge(b: ElasticsearchBackend, i: int, **document: Any) -> str:
 def dead_letters(tmp_path: Path) -> list[dict[str, Any]]:
     path = tmp_path / "dead.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def test_unreachable_at_start_names_the_url(tmp_path: Path) -> None:
@@ -95,7 +73,7 @@ async def test_outage_mid_run_is_retried(proxy: tuple[EsProxy, str], index: str,
                                          es_client: Elasticsearch) -> None:
     p, url = proxy
     stats = Stats()
-    b = backend(url, index, tmp_path, stats, es_timeout=0.5, es_max_retries=10)
+    b = backend(url, index, tmp_path, stats=stats, es_timeout=0.5, es_max_retries=10)
     loop = asyncio.get_running_loop()
     try:
         assert await judge(b, 0) == "unique"
@@ -129,7 +107,7 @@ async def test_outage_mid_run_is_retried(proxy: tuple[EsProxy, str], index: str,
 async def test_down_for_good_dead_letters_and_raises(proxy: tuple[EsProxy, str], index: str, tmp_path: Path) -> None:
     p, url = proxy
     stats = Stats()
-    b = backend(url, index, tmp_path, stats, es_timeout=0.5, es_max_retries=2)
+    b = backend(url, index, tmp_path, stats=stats, es_timeout=0.5, es_max_retries=2)
     try:
         for i in range(3):
             assert await judge(b, i) == "unique"  # buffered, not written yet
@@ -153,7 +131,7 @@ async def test_down_for_good_dead_letters_and_raises(proxy: tuple[EsProxy, str],
 async def test_read_only_index_dead_letters_after_retries(index: str, es_url: str, tmp_path: Path,
                                                           es_client: Elasticsearch) -> None:
     stats = Stats()
-    b = backend(es_url, index, tmp_path, stats, es_max_retries=2)
+    b = backend(es_url, index, tmp_path, stats=stats, es_max_retries=2)
     try:
         assert await judge(b, 0) == "unique"  # creates the index
         es_client.indices.put_settings(index=index, settings={"index.blocks.write": True})
@@ -173,7 +151,7 @@ async def test_mapping_conflict_dead_letters_only_the_bad_document(index: str, e
                                                                    es_client: Elasticsearch) -> None:
     install(es_client, index, DEDUP.layout, {"price": {"type": "integer"}})
     stats = Stats()
-    b = backend(es_url, index, tmp_path, stats)
+    b = backend(es_url, index, tmp_path, stats=stats)
     try:
         assert await judge(b, 0, price="not a number") == "unique"
         assert await judge(b, 1, price=3) == "unique"

@@ -19,12 +19,10 @@ the first copy.  There only clusters without a dead-lettered member are compared
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -33,13 +31,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
 from fault_node import FaultNode, free_port
+from helpers import serving, write_jsonl
 from zhtexts import articles, edit_chars, news_page, traditional, with_attribution
 
 pytestmark = [pytest.mark.es, pytest.mark.fault]
@@ -73,30 +71,14 @@ def corpus() -> tuple[dict[str, str], ...]:
     return tuple(out)
 
 
-def write_corpus(path: Path, records: tuple[dict[str, str], ...] | list[dict[str, str]]) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    return path
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The corpus served as pages ``<base><id>.html``; yields the base URL."""
     root = tmp_path_factory.mktemp("site")
     for record in corpus():
         (root / f"{record['id']}.html").write_text(record["html"], encoding="utf-8")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(root) as base:
+        yield base
 
 
 # --- processes ---------------------------------------------------------------------------------------
@@ -237,20 +219,13 @@ def fault_node() -> Iterator[FaultNode]:
         node.destroy()
 
 
-@pytest.fixture
-def index(es_client: Elasticsearch) -> Iterator[str]:
-    name = f"zhdedup-fault-{uuid.uuid4().hex[:12]}"
-    yield name
-    drop_index(es_client, name)
-
-
 @pytest.fixture(scope="module")
 def reference(es_url: str, es_client: Elasticsearch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Verdicts]:
     """Verdicts of an uninterrupted ingest of the whole corpus into a fresh index of the shared node."""
     work = tmp_path_factory.mktemp("reference")
     name = f"zhdedup-fault-ref-{uuid.uuid4().hex[:12]}"
     try:
-        proc = zhdedup(*ingest_args(es_url, name, write_corpus(work / "corpus.jsonl", corpus()), work))
+        proc = zhdedup(*ingest_args(es_url, name, write_jsonl(work / "corpus.jsonl", corpus()), work))
         assert proc.returncode == 0, proc.stderr[-3000:]
         verdicts = stored(es_url, name)
         assert set(verdicts) == ids_of(corpus())
@@ -278,7 +253,7 @@ def assert_nothing_lost(url: str, index: str, reference: Verdicts, records: Any 
 def test_ingest_through_a_node_crash_loses_nothing(fault_node: FaultNode, reference: Verdicts,
                                                    tmp_path: Path) -> None:
     url, index = fault_node.url, f"fault-ingest-{uuid.uuid4().hex[:8]}"
-    src = write_corpus(tmp_path / "corpus.jsonl", corpus())
+    src = write_jsonl(tmp_path / "corpus.jsonl", corpus())
     dead = tmp_path / "dead.jsonl"
     args = ingest_args(url, index, src, tmp_path, dead)
     with running(zhdedup_cmd(*args), tmp_path / "ingest.log") as proc:
@@ -376,7 +351,7 @@ def unwritable(tmp_path: Path) -> Path:
 def test_ingest_with_an_unwritable_dead_letter_fails_at_start(es_url: str, index: str, reference: Verdicts,
                                                               tmp_path: Path) -> None:
     records = corpus()[:60]
-    src = write_corpus(tmp_path / "corpus.jsonl", records)
+    src = write_jsonl(tmp_path / "corpus.jsonl", records)
     dead = unwritable(tmp_path)
     assert zhdedup("es", "install", "--url", es_url, "--index", index).returncode == 0
     set_write_block(es_url, index, True)  # every bulk would need the dead-letter file
@@ -395,7 +370,7 @@ def test_ingest_with_an_unwritable_dead_letter_fails_at_start(es_url: str, index
 def test_dead_letter_location_lost_mid_ingest_fails_loudly(es_url: str, index: str, reference: Verdicts,
                                                            tmp_path: Path) -> None:
     """The writer must not die silently: flush/close raise naming the path instead of hanging."""
-    src = write_corpus(tmp_path / "corpus.jsonl", corpus())
+    src = write_jsonl(tmp_path / "corpus.jsonl", corpus())
     letters_dir = tmp_path / "letters"
     letters_dir.mkdir()
     dead = letters_dir / "dead.jsonl"
@@ -434,7 +409,7 @@ def test_crawl_with_an_unwritable_dead_letter_fails_at_open(es_url: str, index: 
 
 def test_write_block_mid_ingest_dead_letters_then_replay_stores(es_url: str, index: str, reference: Verdicts,
                                                                 tmp_path: Path) -> None:
-    src = write_corpus(tmp_path / "corpus.jsonl", corpus())
+    src = write_jsonl(tmp_path / "corpus.jsonl", corpus())
     dead = tmp_path / "dead.jsonl"
     args = ingest_args(es_url, index, src, tmp_path, dead)
     try:
@@ -459,7 +434,7 @@ def test_write_block_mid_ingest_dead_letters_then_replay_stores(es_url: str, ind
 
 def test_short_write_block_is_retried_without_dead_letters(es_url: str, index: str, reference: Verdicts,
                                                            tmp_path: Path) -> None:
-    src = write_corpus(tmp_path / "corpus.jsonl", corpus())
+    src = write_jsonl(tmp_path / "corpus.jsonl", corpus())
     dead = tmp_path / "dead.jsonl"
     try:
         with running(zhdedup_cmd(*ingest_args(es_url, index, src, tmp_path, dead)), tmp_path / "ingest.log") as proc:
@@ -488,7 +463,7 @@ def with_credentials(url: str) -> str:
 
 def test_credentials_in_the_url_are_never_printed(es_url: str, index: str, site: str, tmp_path: Path) -> None:
     records = corpus()[:10]
-    src = write_corpus(tmp_path / "corpus.jsonl", records)
+    src = write_jsonl(tmp_path / "corpus.jsonl", records)
     down = f"http://127.0.0.1:{free_port()}"
     outputs = []
     for url in (es_url, down):  # a node that ignores (or refuses) the credentials, and none at all

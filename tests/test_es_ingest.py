@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from helpers import Interrupt, interrupt_after
 from zhtexts import articles, edit_chars, news_page, traditional, traditional_tw, with_attribution
 
 from es_plugin.ingest import ingest, open_checkpoint
-from es_plugin.template import EsIndexError, install, template_name
+from es_plugin.template import EsIndexError, install
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError
@@ -24,13 +24,6 @@ pytestmark = pytest.mark.es
 
 DEDUP = DedupConfig()
 VERDICT = ("status", "dup_of", "distance", "cluster", "hash", "doc_id")
-
-
-@pytest.fixture
-def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
-    yield es_index
-    for name in (es_index, f"{es_index}-straight"):
-        es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(name))
 
 
 def es_config(url: str, index: str, tmp_path: Path, bulk: int = 8) -> EsConfig:
@@ -154,10 +147,6 @@ def test_html_directory_in_gbk_and_big5(es_url: str, index: str, tmp_path: Path,
     assert "html" not in got["a.html"]["source"] and got["a.html"]["words"]
 
 
-class Interrupt(Exception):
-    pass
-
-
 def test_interrupted_ingest_resumes_exactly_once(es_url: str, index: str, tmp_path: Path,
                                                  es_client: Elasticsearch) -> None:
     recs = records()
@@ -165,17 +154,9 @@ def test_interrupted_ingest_resumes_exactly_once(es_url: str, index: str, tmp_pa
     ingest([src], DEDUP, es_config(es_url, f"{index}-straight", tmp_path), checkpoint_dir=tmp_path / "ck-straight")
 
     seen: list[int] = []
-
-    def stop_at(n: int) -> Any:
-        def progress(k: int) -> None:
-            seen.append(k)
-            if len(seen) == n:
-                raise Interrupt
-        return progress
-
     cfg = es_config(es_url, index, tmp_path)
     with pytest.raises(Interrupt):  # between two bulks: the judged ones are flushed and checkpointed
-        ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck", progress=stop_at(13))
+        ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / "ck", progress=interrupt_after(13, seen))
     state = open_checkpoint(tmp_path / "ck", index, src.resolve(), "jsonl", restart=False)
     assert state.progress["position"] == 13 and not state.progress["done"]
     assert len(stored(es_client, index)) == 13

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timezone
 
 import numpy as np
 import pytest
 from elasticsearch import Elasticsearch
+from helpers import Stats
 
 from es_plugin.lookups import SEARCH_PAGE, EsLookups
 from es_plugin.steps import drive
-from es_plugin.template import install, template_name, zhdedup_fields
+from es_plugin.template import install, zhdedup_fields
 from es_plugin.writer import EsStats, RetryPolicy
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.engine import Fingerprinter
@@ -23,17 +23,6 @@ pytestmark = pytest.mark.es
 
 DEDUP = DedupConfig()
 FULL = (1 << 64) - 1
-
-
-class Stats(dict[str, int]):
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self[key] = self.get(key, start) + count
-
-
-@pytest.fixture
-def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
-    yield es_index
-    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
 
 
 def test_a_repeat_ranked_below_a_full_first_page_of_rejected_candidates_is_found(

@@ -32,9 +32,9 @@ def test_cluster_health_over_plain_http(es_url: str) -> None:
     assert health["number_of_nodes"] >= 1
 
 
-def test_create_conflict_terms_and_collapse(es_client: Elasticsearch, es_index: str) -> None:
+def test_create_conflict_terms_and_collapse(es_client: Elasticsearch, index: str) -> None:
     es_client.indices.create(
-        index=es_index,
+        index=index,
         settings={"number_of_shards": 1, "number_of_replicas": 0},
         mappings={
             "properties": {
@@ -46,19 +46,19 @@ def test_create_conflict_terms_and_collapse(es_client: Elasticsearch, es_index: 
         },
     )
 
-    first = es_client.bulk(operations=_create_ops(es_index, DOCS), refresh="wait_for")
+    first = es_client.bulk(operations=_create_ops(index, DOCS), refresh="wait_for")
     assert not first["errors"], first["items"]
     assert [item["create"]["status"] for item in first["items"]] == [201, 201, 201]
 
-    again = es_client.bulk(operations=_create_ops(es_index, {"a": DOCS["a"]}), refresh="wait_for")
+    again = es_client.bulk(operations=_create_ops(index, {"a": DOCS["a"]}), refresh="wait_for")
     assert again["errors"]
     assert again["items"][0]["create"]["status"] == 409
 
-    by_band = es_client.search(index=es_index, query={"terms": {"band": ["b1:3fa2", "b9:0000"]}}, sort=["seq"])
+    by_band = es_client.search(index=index, query={"terms": {"band": ["b1:3fa2", "b9:0000"]}}, sort=["seq"])
     assert [hit["_id"] for hit in by_band["hits"]["hits"]] == ["a", "b"]
     assert by_band["hits"]["hits"][0]["_source"]["title"] == DOCS["a"]["title"]
 
-    collapsed = es_client.search(index=es_index, collapse={"field": "cluster"}, sort=["seq"])
+    collapsed = es_client.search(index=index, collapse={"field": "cluster"}, sort=["seq"])
     assert [(hit["_id"], hit["fields"]["cluster"]) for hit in collapsed["hits"]["hits"]] == [
         ("a", ["c1"]),
         ("c", ["c2"]),

