@@ -44,6 +44,10 @@ _SPACES = re.compile(r"[^\S\n]+")
 _NEWLINES = re.compile(r"\s*\n\s*")
 _INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")  # a regex: str.translate took 14x longer
 _ALL_SPACE = re.compile(r"\s+")
+# What NFKC changes in Chinese text is nearly always full-width ASCII, the ideographic space and "…".
+# Replacing those with their NFKC forms directly, then checking, costs half of NFKC over the whole text.
+_WIDE = re.compile("[\uff01-\uff5e\u3000\u2026]+")
+_WIDE_NFKC: dict[int, int | str] = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20, 0x2026: "..."}
 
 
 def decode_html(body: bytes, encoding: str | None = None) -> str:
@@ -121,12 +125,18 @@ class TextCleaner:
     def normalise(self, text: str) -> str:
         """NFKC (width forms), invisible characters, spacing, and optionally traditional → simplified."""
         if not unicodedata.is_normalized("NFKC", text):  # the check is much cheaper than the rewrite
-            text = unicodedata.normalize("NFKC", text)
+            narrow = _WIDE.sub(_narrowed, text)
+            # The replacements are NFKC's own, so a result NFKC leaves alone is NFKC of the text.
+            text = narrow if unicodedata.is_normalized("NFKC", narrow) else unicodedata.normalize("NFKC", text)
         text = _INVISIBLE.sub("", text)
         if self.traditional_to_simplified and _CJK.search(text):
             text = self._opencc.convert(text)
         text = _SPACES.sub(" ", text)
         return _NEWLINES.sub("\n", text).strip()
+
+
+def _narrowed(wide: re.Match[str]) -> str:
+    return wide.group().translate(_WIDE_NFKC)
 
 
 def _import_trafilatura() -> ModuleType:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import re
+import unicodedata
 
 import pytest
 import zhtexts
@@ -299,3 +301,17 @@ def test_huge_page_is_fingerprinted_by_its_prefix_and_hashed_whole() -> None:
     tail_edited = deduper.check("b", text=whole.clean[:-10] + "结尾这里有所不同。")
     assert first.status == "unique"
     assert tail_edited.status == "near" and tail_edited.distance == 0  # same fingerprint, yet not the same text
+
+
+def test_width_forms_are_normalised_exactly_as_nfkc() -> None:
+    """The shortcut for full-width forms gives NFKC's result, also where NFKC composes across them."""
+    cleaner = TextCleaner(traditional_to_simplified=False)
+    assert all(unicodedata.normalize("NFKC", chr(c)) == chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F))
+    pieces = ["，", "。", "！", "（", "）", "Ａ", "ｚ", "１", "\u3000", "…", "\u0301", "\u0300", "\u3099", "ｶ", "ﾞ",
+              "①", "℃", "㎡", "ﬁ", "e", "中", "文", "か", " "]
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        nfkc = unicodedata.normalize("NFKC", text)
+        expected = re.sub(r"[^\S\n]+", " ", nfkc).strip()
+        assert cleaner.normalise(text) == expected, repr(text)
