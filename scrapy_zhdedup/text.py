@@ -8,6 +8,7 @@ Cleaning removes the first, normalisation the second, before anything is hashed.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import unicodedata
 from functools import cached_property
@@ -160,7 +161,7 @@ def _lxml_main_text(html: str) -> str:
     rather than as an empty text.
     """
     text = _lxml_blocks(html, drop_marked=True)
-    if len(_WORDLIKE.findall(text)) < 20:
+    if next(itertools.islice(_WORDLIKE.finditer(text), 19, None), None) is None:  # fewer than 20 word characters
         text = _lxml_blocks(html, drop_marked=False)
     return text
 
