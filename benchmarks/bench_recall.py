@@ -1,6 +1,7 @@
 """Recall on edited, re-templated, natural and short duplicates (issue 10), every method in one run.
 
     python -m benchmarks.bench_recall [--corpus inews pd1998 reviews clauses] [--n-base 600]
+        [--method defaults MinHashLSH] [--set synthetic]
 
 Corpora (``benchmarks.sources``): ``inews`` and ``reviews`` are tuned on; ``pd1998`` and
 ``clauses`` are held out and only reported. Sets per corpus (``benchmarks.recall_sets``): long
@@ -240,9 +241,10 @@ def tables(corpus: str, set_name: str, docs: Sequence[Doc], scores: dict[str, Sc
 
 
 def run_corpus(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
-               methods: Callable[[], dict[str, Judge]]) -> dict[str, Any]:
+               methods: Callable[[], dict[str, Judge]], only: Sequence[str] = ()) -> dict[str, Any]:
     t0 = time.perf_counter()
-    sets = build_sets(corpus, n_base, lookalike_pairs, seed)
+    sets = {name: s for name, s in build_sets(corpus, n_base, lookalike_pairs, seed).items()
+            if not only or name in only}
     print(f"{corpus}: sets built in {time.perf_counter() - t0:.0f} s", flush=True)
     result: dict[str, Any] = {"role": "tuning" if corpus in sources.TUNING else "held out", "sets": {}}
     printed: list[str] = []
@@ -281,6 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lookalike-pairs", type=int, default=60)
     parser.add_argument("--seed", type=int, default=recall_sets.SEED)
     parser.add_argument("--method", nargs="*", help="substrings of method names to run (default: all)")
+    parser.add_argument("--set", nargs="*", choices=("synthetic", "natural"),
+                        help="sets to judge (default: both; synthetic alone is the quick cost A/B)")
     args = parser.parse_args(argv)
 
     def chosen() -> dict[str, Judge]:
@@ -288,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for corpus in args.corpus:
         info = common.start(f"Recall on {corpus}")
-        result = run_corpus(corpus, args.n_base, args.lookalike_pairs, args.seed, chosen)
+        result = run_corpus(corpus, args.n_base, args.lookalike_pairs, args.seed, chosen, args.set or ())
         print()
         for t in result["printed"]:
             print(t + "\n")

@@ -117,5 +117,8 @@ class Featurizer:
         n = min(self.shingle_size, len(compact))
         if n == 0:
             return {}
-        counts = Counter(compact[i : i + n] for i in range(len(compact) - n + 1))
+        shingles = len(compact) - n + 1
+        counts = Counter([compact[i : i + n] for i in range(shingles)])  # a list: faster than a generator here
+        if shingles <= MAX_WEIGHT:  # no count can exceed the cap (every short text): nothing to clamp
+            return dict(counts)
         return {g: min(MAX_WEIGHT, c) for g, c in counts.items()}

@@ -13,7 +13,7 @@ a key's rows are oldest first without being sorted.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Collection
 
 import numpy as np
 
@@ -33,10 +33,15 @@ class KeyTable:
     def __len__(self) -> int:
         return len(self._rows) + self._pending_count
 
-    def add_many(self, keys: Iterable[int], row: int) -> None:
-        for key in keys:
-            self._pending.setdefault(key, []).append(row)
-            self._pending_count += 1
+    def add_many(self, keys: Collection[int], row: int) -> None:
+        pending = self._pending
+        for key in keys:  # most keys are new: no empty list made and dropped per key, as setdefault would
+            rows = pending.get(key)
+            if rows is None:
+                pending[key] = [row]
+            else:
+                rows.append(row)
+        self._pending_count += len(keys)
         if self._pending_count > max(_MIN_PENDING, len(self._rows) // _PENDING_SHARE):
             self.compact()
 
@@ -46,20 +51,20 @@ class KeyTable:
         Keys holding more than ``limit`` rows are skipped: a key that common (a site's
         boilerplate sentence) says nothing about which document is repeated.
         """
-        # One search for all keys, then a second only for the keys present (most are not); the array
-        # methods, not np.searchsorted/np.nonzero, whose dispatch costs more than a small search.
-        # The query array must carry the table's dtype, or numpy casts the whole table on every call.
+        # Both ends of every key's run in two searches, then a Python loop over the few keys: a lookup
+        # has 1-26 keys, where each further numpy call (to keep only the keys present) costs more than
+        # the loop.  The array methods, not np.searchsorted, whose dispatch costs more than a small
+        # search; the query array must carry the table's dtype, or numpy casts the whole table.
         found: list[int] = []
         pending = self._pending
         stored = self._keys
         held: dict[int, int] = {}  # position in keys -> rows the arrays hold under it
         if len(stored):
             query = np.array(keys, dtype=self._dtype)
-            lo = stored.searchsorted(query)
-            hit = (stored[lo.clip(max=len(stored) - 1)] == query).nonzero()[0]
-            if len(hit):
-                ends = stored.searchsorted(query[hit], side="right").tolist()
-                for i, start, end in zip(hit.tolist(), lo[hit].tolist(), ends):
+            starts = stored.searchsorted(query).tolist()
+            ends = stored.searchsorted(query, side="right").tolist()
+            for i, (start, end) in enumerate(zip(starts, ends)):
+                if end > start:
                     held[i] = end - start
                     if limit is None or end - start + len(pending.get(keys[i], ())) <= limit:
                         found.extend(self._rows[start:end].tolist())

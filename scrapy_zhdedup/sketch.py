@@ -21,6 +21,7 @@ Short texts work too: a 60-character clause has ~56 shingles; one edited charact
 
 from __future__ import annotations
 
+from functools import cache
 from typing import NamedTuple
 
 import numpy as np
@@ -36,12 +37,13 @@ NBYTES = 2 * SIZE + 4  # serialised: the values, then the shingle count (u32)
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _PRIME = np.uint64(0x100000001B3)
-_MASK32 = np.uint64(0xFFFFFFFF)
+_MIX_INT, _PRIME_INT, _MASK64 = int(_MIX), int(_PRIME), (1 << 64) - 1
 
 
 def _word_table() -> np.ndarray:
     """For every BMP code point: True for letters, digits and CJK, False for punctuation, symbols
-    and spacing (the ranges they occupy after NFKC)."""
+    and spacing (the ranges they occupy after NFKC).  U+FFFF stays True: :func:`shingle_hashes`
+    looks every code point above the BMP (all words) up there."""
     table = np.ones(0x10000, dtype=bool)
     table[:0x80] = False
     for c in "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ":
@@ -80,55 +82,83 @@ class Overlap(NamedTuple):
 def shingle_hashes(text: str, n: int = SHINGLE) -> np.ndarray:
     """Sorted distinct 32-bit hashes of the character n-grams of ``text``'s word characters."""
     codes = np.frombuffer(text.lower().encode("utf-32-le"), dtype=np.uint32)
-    codes = codes[_WORD[codes & 0xFFFF] | (codes > 0xFFFF)].astype(np.uint64)
+    codes = codes[_WORD[np.minimum(codes, 0xFFFF)]].astype(np.uint64)  # above the BMP: _WORD[0xFFFF], a word
     if len(codes) < n:  # a text shorter than one shingle is one shingle
         codes = np.concatenate([codes, np.zeros(n - len(codes), dtype=np.uint64)])
     width = len(codes) - n + 1
-    h = np.zeros(width, dtype=np.uint64)
-    for k in range(n):  # polynomial hash mod 2**64, wrapping on purpose
-        h = h * _PRIME + codes[k : k + width]
+    # Polynomial hash mod 2**64 (wrapping on purpose) of every window, as one product of the windows
+    # (a strided view, no copy) with the powers of the prime: few numpy calls, whose fixed cost is
+    # most of the time on a short text.
+    h = np.ndarray((width, n), dtype=np.uint64, buffer=codes, strides=(8, 8)) @ _powers(n)
     h ^= h >> np.uint64(31)
     h *= _MIX
     h ^= h >> np.uint64(29)
-    h = np.sort(h >> np.uint64(32))
-    return h[np.concatenate(([True], h[1:] != h[:-1]))]
+    h >>= np.uint64(32)
+    h.sort()
+    return h[_starts_run(h)]
+
+
+@cache
+def _powers(n: int) -> np.ndarray:
+    """``_PRIME`` ** (n-1 ... 0) mod 2**64: ``codes @ _powers(n)`` is the Horner sum c0 P^(n-1) + ... + c(n-1)."""
+    return np.array([pow(_PRIME_INT, n - 1 - k, 1 << 64) for k in range(n)], dtype=np.uint64)
+
+
+def _starts_run(sorted_values: np.ndarray) -> np.ndarray:
+    """True where a value differs from the one before it (the first of each run of equal values)."""
+    out = np.empty(len(sorted_values), dtype=bool)
+    out[:1] = True
+    np.not_equal(sorted_values[1:], sorted_values[:-1], out=out[1:])
+    return out
+
+
+_BIN_BITS = 32 - (SIZE.bit_length() - 1)  # a hash's bin is its top bits
+_OFFSET_SHIFT = np.uint64(max(0, _BIN_BITS + 1 - 17))  # the top 16 bits of an offset in the bin
 
 
 def sketch(text: str) -> Sketch:
     """One-permutation MinHash of ``text``'s shingles: per bin, the top 16 bits of the smallest
     hash's offset in the bin (order-preserving), ``EMPTY`` where no shingle fell."""
-    h = shingle_hashes(text)
-    width = (1 << 32) // SIZE
-    starts = np.arange(SIZE, dtype=np.uint64) * np.uint64(width)
-    first = np.minimum(np.searchsorted(h, starts), len(h) - 1)  # h sorted: a bin's minimum comes first
-    offsets = h[first] - starts
-    filled = (h[first] >= starts) & (offsets < np.uint64(width))
-    shift = np.uint64(max(0, width.bit_length() - 17))
-    values = np.where(filled, np.minimum(offsets >> shift, EMPTY - 1), EMPTY).astype(np.uint16)
+    h = shingle_hashes(text)  # sorted, so each bin's minimum is its first hash
+    bins = h >> np.uint64(_BIN_BITS)
+    first = _starts_run(bins)
+    values = np.full(SIZE, EMPTY, dtype=np.uint16)
+    offsets = h[first] & np.uint64((1 << _BIN_BITS) - 1)
+    values[bins[first]] = np.minimum(offsets >> _OFFSET_SHIFT, EMPTY - 1)
     return Sketch(values, len(h))
 
 
-def _densified(values: np.ndarray) -> np.ndarray:
-    """Rotation densification (Shrivastava & Li 2014): an empty bin takes the next filled bin's
-    value marked with the distance, so two texts agree on it only when they agree on that bin and
-    on the gap.  Makes band keys work for short texts, where most bins are empty."""
-    filled_at = np.flatnonzero(values != EMPTY)
-    if not len(filled_at):
-        return values.astype(np.uint64)
-    idx = np.arange(SIZE)
-    nxt = filled_at[np.searchsorted(filled_at, idx) % len(filled_at)]
-    return values[nxt].astype(np.uint64) + (((nxt - idx) % SIZE).astype(np.uint64) << np.uint64(16))
+def _densified(values: list[int]) -> list[int]:
+    """The first ``ROWS * BANDS`` values densified by rotation (Shrivastava & Li 2014): an empty bin
+    takes the next filled bin's value (cyclically) marked with the distance, so two texts agree on it
+    only when they agree on that bin and on the gap.  Makes band keys work for short texts, where
+    most bins are empty.  Plain Python: on 64 values it is cheaper than numpy's per-call cost."""
+    filled = [i for i, v in enumerate(values) if v != EMPTY]
+    if not filled:
+        return values[: ROWS * BANDS]
+    out = []
+    later = iter(filled)
+    nxt = next(later)
+    for i in range(ROWS * BANDS):
+        while nxt < i:
+            nxt = next(later, filled[0] + SIZE)  # past the last filled bin: wrap to the first
+        out.append(values[nxt % SIZE] + ((nxt - i) << 16))
+    return out
 
 
 def band_keys(s: Sketch) -> list[int]:
-    """32-bit keys of ``BANDS`` bands of ``ROWS`` densified values; the band number is in the key."""
-    v = _densified(s.values)[: ROWS * BANDS].reshape(BANDS, ROWS)
-    key = np.arange(BANDS, dtype=np.uint64) + np.uint64(1)
-    for r in range(ROWS):
-        key = key * _PRIME + v[:, r]
-        key ^= key >> np.uint64(29)
-        key *= _MIX
-    return ((key >> np.uint64(32)) & _MASK32).tolist()
+    """32-bit keys of ``BANDS`` bands of ``ROWS`` densified values; the band number is in the key.
+    Plain Python integers (mod 2**64), for the same reason as :func:`_densified`."""
+    v = _densified(s.values.tolist())
+    keys = []
+    for band in range(BANDS):
+        key = band + 1
+        for value in v[band * ROWS : band * ROWS + ROWS]:
+            key = (key * _PRIME_INT + value) & _MASK64
+            key ^= key >> 29
+            key = (key * _MIX_INT) & _MASK64
+        keys.append(key >> 32)
+    return keys
 
 
 def estimate_many(s: Sketch, values: np.ndarray, shingles: np.ndarray) -> list[Overlap]:
@@ -143,20 +173,25 @@ def estimate_many(s: Sketch, values: np.ndarray, shingles: np.ndarray) -> list[O
     Below ``MIN_SUPPORT`` owned bins the first is noise (2 of 2 bins is not "contained"), so
     Jaccard stands in for it.
     """
-    a = s.values[None, :]
-    fa, fb = a != EMPTY, values != EMPTY
-    equal = np.count_nonzero(fa & fb & (a == values), axis=1)
-    either = np.count_nonzero(fa | fb, axis=1)
-    a_smaller = s.shingles <= shingles
-    owned_by_a = np.count_nonzero(fa & (~fb | (a <= values)), axis=1)
-    owned_by_b = np.count_nonzero(fb & (~fa | (values <= a)), axis=1)
-    owned = np.where(a_smaller, owned_by_a, owned_by_b)
-    jaccard = np.where(either > 0, equal / np.maximum(either, 1), 0.0)
-    by_bins = np.where(owned >= MIN_SUPPORT, equal / np.maximum(owned, 1), jaccard)
-    smaller = np.minimum(s.shingles, shingles)
-    by_counts = np.minimum(1.0, jaccard * (s.shingles + shingles) / ((1 + jaccard) * np.maximum(smaller, 1)))
-    containment = (by_bins + by_counts) / 2
-    return [Overlap(float(j), float(c), int(m)) for j, c, m in zip(jaccard, containment, smaller)]
+    # Three counts per row in numpy, the arithmetic per row in Python floats: numpy's cost per call,
+    # not per row, dominates at the few candidates of a typical lookup.  In a bin (EMPTY is the
+    # largest value): equal and filled = a minimum in A ∩ B; A's smaller (B's empty or larger) = A's
+    # alone; and the other way round.
+    a = s.values
+    equal = np.count_nonzero((a == values) & (a != EMPTY), axis=1).tolist()
+    a_only = np.count_nonzero(a < values, axis=1).tolist()
+    b_only = np.count_nonzero(a > values, axis=1).tolist()
+    na = s.shingles
+    out = []
+    for eq, ao, bo, nb in zip(equal, a_only, b_only, shingles.tolist()):
+        either = eq + ao + bo
+        owned = eq + (ao if na <= nb else bo)  # bins whose minimum is the smaller text's
+        jaccard = eq / either if either else 0.0
+        by_bins = eq / owned if owned >= MIN_SUPPORT else jaccard
+        smaller = min(na, nb)
+        by_counts = min(1.0, jaccard * (na + nb) / ((1 + jaccard) * max(smaller, 1)))
+        out.append(Overlap(jaccard, (by_bins + by_counts) / 2, smaller))
+    return out
 
 
 def estimate(a: Sketch, b: Sketch) -> Overlap:
