@@ -59,9 +59,11 @@ class SimHasher:
         if not features:
             return 0
         names = list(features)
-        # Uncached: inline, not through _digest (a Python call per shingle costs as much as its MD5).
-        raw = self._cached_digests(names) if cache else b"".join([md5(f.encode()).digest()[8:] for f in names])
-        bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, 8), axis=1)  # column 0 = bit 63
+        # Uncached: inline, not through _digest, and whole digests (a Python call or a slice per
+        # shingle costs about as much as its MD5); each row's last 8 bytes are the hash either way.
+        raw = self._cached_digests(names) if cache else b"".join([md5(f.encode()).digest() for f in names])
+        digests = np.frombuffer(raw, dtype=np.uint8).reshape(len(names), -1)[:, -8:]
+        bits = np.unpackbits(digests, axis=1)  # column 0 = bit 63
         weights = list(features.values())
         total = sum(weights)
         sums = np.array(weights, dtype=np.float32 if total < _FLOAT32_EXACT else np.float64) @ bits
