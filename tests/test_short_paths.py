@@ -194,4 +194,3 @@ def test_estimates_equal_the_old_ones_bit_for_bit(inputs: list[str], rows: int, 
         new, old = sketch.estimate_many(query, values, shingles), _old_estimate_many(query, values, shingles)
         assert new == old
         assert all(type(x) is type(y) for n, o in zip(new, old) for x, y in zip(n, o))
-
