@@ -47,7 +47,7 @@ CORPUS = _corpus()
 
 
 def _scan(*args: str | Path, stdin: bytes | None = None, workers: int = 1) -> subprocess.CompletedProcess[bytes]:
-    """One process unless the test is about the workers (spawning them costs a second or two per run)."""
+    """One process unless the test is about the workers (starting them costs about a second per run)."""
     return subprocess.run([str(ZHDEDUP), "scan", "--workers", str(workers), *map(str, args)], input=stdin,
                           capture_output=True, timeout=300, check=False)
 
