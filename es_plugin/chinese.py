@@ -19,6 +19,7 @@ from typing import Any
 
 from scrapy_zhdedup.config import Analysis
 from scrapy_zhdedup.errors import ConfigError
+from scrapy_zhdedup.features import cut
 from scrapy_zhdedup.text import TextCleaner
 
 WORDS_FIELD = "zhdedup.words"
@@ -33,9 +34,7 @@ ID_FIELDS = ("id", "url", "path")  # what crawls and `es ingest` name documents 
 
 def segment(text: str) -> str:
     """Space-separated lowercased jieba words of ``text``, punctuation left out."""
-    import rjieba
-
-    return " ".join(w.lower() for w in rjieba.cut(text) if _WORD.search(w))
+    return " ".join(w.lower() for w in cut(text) if _WORD.search(w))
 
 
 @dataclass(frozen=True)

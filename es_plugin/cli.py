@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-dir", type=Path, default=Path(".zhdedup-checkpoints"),
                    help="where the per-input resume checkpoints live (default %(default)s)")
     p.add_argument("--restart", action="store_true", help="ignore existing checkpoints and read inputs from the start")
-    p.add_argument("--concurrency", type=int, default=4,
+    p.add_argument("--concurrency", type=int, default=64,
                    help="documents judged at once; their lookups go in one request (default %(default)s)")
     add_workers_option(p)
     p.add_argument("--strict", action="store_true", help="stop at the first bad record instead of skipping it")

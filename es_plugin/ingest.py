@@ -190,9 +190,10 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
             kinds.append("jsonl")
         else:
             raise ZhDedupError(f"{source}: no such file or directory")
-    pool = PreparePool(dedup, prepare_for_index, workers)  # checks workers before anything starts
-    return asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
-                               concurrency, pool, progress))
+    # first, before the event loop, its threads and connections exist: the workers are forked
+    with PreparePool(dedup, prepare_for_index, workers, fork=True) as pool:
+        return asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
+                                   concurrency, pool, progress))
 
 
 async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsConfig, mode: str,
@@ -208,11 +209,10 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
     started = time.perf_counter()
     try:
         await backend.open()
-        with pool:
-            for source, kind in sources:
-                state = open_checkpoint(checkpoint_dir, es.es_index, source.resolve(), kind, restart)
-                reports.append(await _ingest_one(backend, client, reader, pool, source, state, es, concurrency,
-                                                 progress))
+        for source, kind in sources:
+            state = open_checkpoint(checkpoint_dir, es.es_index, source.resolve(), kind, restart)
+            reports.append(await _ingest_one(backend, client, reader, pool, source, state, es, concurrency,
+                                             progress))
     except (EsUnavailableError, TransportError, ApiError) as exc:
         if not backend.dead_lettered:
             raise  # nothing judged since the checkpoint is lost: the checkpoint says where to go on

@@ -27,9 +27,16 @@ from .output import AtomicOutput, refuse_overwriting_inputs
 from .workers import Job, PreparePool, add_workers_option, prepare_job
 
 
+class _Bar(tqdm):
+    """Without tqdm's monitor thread (it only corrects bars updated in large steps): a second thread
+    would make the worker pools spawn instead of fork (workers.py)."""
+
+    monitor_interval = 0
+
+
 def progress(total: int | None, unit: str, desc: str) -> tqdm:
     """A progress bar on a terminal, silence in logs and CI."""
-    return tqdm(total=total, unit=unit, unit_scale=True, desc=desc, disable=not sys.stderr.isatty(), file=sys.stderr)
+    return _Bar(total=total, unit=unit, unit_scale=True, desc=desc, disable=not sys.stderr.isatty(), file=sys.stderr)
 
 
 def _in_order(records: Iterator[Record]) -> Iterator[Record | BadRecordError]:

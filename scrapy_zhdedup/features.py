@@ -15,7 +15,7 @@ import math
 import os
 import re
 from collections import Counter
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 from .errors import ConfigError
@@ -63,6 +63,15 @@ def _idf() -> tuple[dict[str, float], float]:
     return table, ordered[len(ordered) // 2]
 
 
+@lru_cache(maxsize=1)
+def cut(text: str) -> tuple[str, ...]:
+    """jieba words of ``text`` (rjieba).  The last text's words are kept: ``es ingest`` and the pipeline
+    segment each text twice, for its fingerprint and for search (es_plugin/chinese.py)."""
+    import rjieba
+
+    return tuple(rjieba.cut(text))
+
+
 class Featurizer:
     def __init__(self, mode: FeatureMode = "auto", *, short_text_chars: int = 200, shingle_size: int = 3) -> None:
         if mode not in ("auto", "words", "chars"):
@@ -86,11 +95,9 @@ class Featurizer:
         return self.words(text) if self.mode_for(text) == "words" else self.chars(text)
 
     def words(self, text: str) -> dict[str, int]:
-        import rjieba
-
         single, bases = self._single, self._bases
         out: dict[str, int] = {}
-        for word, n in Counter(rjieba.cut(text)).items():
+        for word, n in Counter(cut(text)).items():
             w = single.get(word)
             if w is None:
                 w = self._learn(word)

@@ -8,12 +8,12 @@ so memory stays bounded however long the input.  An error of one item (an empty 
 comes back as that item's value, never as a dead pool.  With ``workers=1`` the step runs in this
 process, lazily: the same results, no processes.
 
-Processes are started with ``spawn``: the callers (``es ingest``, Scrapy) run threads, an event loop
-and connections, which ``fork`` would copy in an undefined state.  ``zhdedup scan`` opens its pool
-first, with one thread and nothing open, and asks for ``fork``: its workers then start with the
-modules already imported instead of importing them again (~0.4 s each).  They load jieba's
-dictionary and the IDF table themselves, at once on separate cores, so the parent's memory is
-the same as with ``spawn``.
+Processes are started with ``spawn`` unless the caller asks for ``fork``: the Scrapy pipeline and
+``es dedup-index`` run threads, an event loop or connections, which ``fork`` would copy in an
+undefined state.  ``zhdedup scan`` and ``es ingest`` open their pool first, with one thread and
+nothing open, and ask for ``fork``: their workers then start with the modules already imported
+instead of importing them again (~0.4 s each).  They load jieba's dictionary and the IDF table
+themselves, at once on separate cores, so the parent's memory is the same as with ``spawn``.
 """
 
 from __future__ import annotations

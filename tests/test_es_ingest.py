@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +121,31 @@ def test_workers_change_neither_verdicts_nor_what_is_stored(es_url: str, index: 
         d: (v.status, v.dup_of) for d, v in expected.items()}
     statuses = [v.status for v in expected.values()]
     assert statuses.count("near") >= 8 and statuses.count("exact") >= 3 and reports[2]["bad"] == 2
+
+
+FORK_PROBE = """
+import sys
+from scrapy_zhdedup import workers
+from scrapy_zhdedup.cli import main, progress
+chosen = []
+start_method = workers.PreparePool._start_method
+workers.PreparePool._start_method = lambda self: chosen.append(start_method(self)) or chosen[-1]
+with progress(None, "doc", "a bar shown beside the pool"):  # as `zhdedup es ingest` shows one
+    code = main(sys.argv[1:])
+print(chosen)
+sys.exit(code)
+"""
+
+
+def test_ingest_forks_its_workers_before_the_event_loop_exists(es_url: str, index: str, tmp_path: Path) -> None:
+    """The pool is opened first, while the process has one thread (a progress bar starts none): its workers
+    are forked with the modules imported, not spawned to import them again."""
+    src = write_jsonl(tmp_path / "news.jsonl", records(4))
+    out = subprocess.run([sys.executable, "-c", FORK_PROBE, "es", "ingest", "--url", es_url, "--index", index,
+                          "--checkpoint-dir", str(tmp_path / "ck"), "--dead-letter", str(tmp_path / "dead.jsonl"),
+                          "--workers", "2", str(src)], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "['fork']"
+    assert "judged" in out
 
 
 def test_html_directory_in_gbk_and_big5(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch) -> None:
