@@ -30,6 +30,9 @@ from scrapy_zhdedup.nearindex import NearIndex
 from .writer import Action
 
 MAX_SEALED = 2  # full batches waiting for the writer before judgements wait (backpressure)
+# A batch is also sealed at about this many bytes: a bulk request stays near Elastic's advice
+# (5-15 MB) whatever the pages' size, far below the node's 100 MB limit (http.max_content_length).
+MAX_BULK_BYTES = 16 << 20
 PENDING_AGE = 1  # age rank of a buffered document: younger than anything Elasticsearch holds (rank 0)
 
 
@@ -44,6 +47,7 @@ class PendingBatch:
     actions: list[Action] = field(default_factory=list)
     hashes: dict[str, Match] = field(default_factory=dict)
     rows: list[Match] = field(default_factory=list)
+    nbytes: int = 0  # about the size of the bulk body (size_of)
     done: bool = False
 
     def __post_init__(self) -> None:
@@ -123,7 +127,8 @@ class BulkBuffer:
     def enqueue(self, action: Action) -> None:
         batch = self.open
         batch.actions.append(action)
-        if len(batch.actions) >= self.bulk_size:
+        batch.nbytes += size_of(action.body)
+        if len(batch.actions) >= self.bulk_size or batch.nbytes >= MAX_BULK_BYTES:
             self.seal()
 
     def seal(self) -> None:
@@ -192,3 +197,14 @@ class BulkBuffer:
                 self._forget_written()
                 async with self._written:
                     self._written.notify_all()
+
+
+def size_of(value: Any) -> int:
+    """About the bytes ``value`` takes as JSON, at most: 3 a character (CJK in UTF-8), 8 for anything else."""
+    if isinstance(value, str):
+        return 3 * len(value)
+    if isinstance(value, dict):
+        return sum(size_of(k) + size_of(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return sum(map(size_of, value))
+    return 8

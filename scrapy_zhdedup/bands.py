@@ -74,7 +74,7 @@ class BandLayout:
     def table_bits(self) -> int:
         return max(1, (len(self.tables) - 1).bit_length())
 
-    @property
+    @cached_property
     def field_names(self) -> list[str]:
         return [f"b{i}" for i in range(len(self.tables))]
 

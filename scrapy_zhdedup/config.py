@@ -132,7 +132,7 @@ class EsConfig:
     es_api_key: str = option("", "API key, instead of user and password", secret=True, group=CONNECTION)
     es_ca_certs: str = option("", "CA certificates for https", group=CONNECTION)
     es_timeout: float = option(10.0, "seconds per request", group=CONNECTION)
-    es_bulk_size: int = option(500, "documents per bulk request", group=WRITING)
+    es_bulk_size: int = option(1000, "documents per bulk request (~10 MB of news: fewer segments to search)", group=WRITING)
     es_flush_interval: float = option(5.0, "seconds before a partly filled bulk is written", group=WRITING)
     es_batch_window: float = option(0.05, "seconds an item may wait for others arriving meanwhile, to be looked "
                                           "up with them in one request", group=WRITING)

@@ -87,9 +87,15 @@ class Featurizer:
     def mode_for(self, text: str) -> Literal["words", "chars"]:
         if self.mode != "auto":
             return self.mode
-        if len(text) < self.short_text_chars:  # cheap answer before stripping punctuation
+        n = self.short_text_chars
+        if len(text) < n:  # cheap answer before stripping punctuation
             return "chars"
-        return "chars" if len(_KEEP_CHARS.sub("", text)) < self.short_text_chars else "words"
+        # A prefix keeps no more characters than the whole text: most texts are decided on one
+        # (stripping a whole article cost ~50 µs).
+        head = 4 * n
+        if len(_KEEP_CHARS.sub("", text[:head])) >= n or (len(text) > head and len(_KEEP_CHARS.sub("", text)) >= n):
+            return "words"
+        return "chars"
 
     def __call__(self, text: str) -> dict[str, int]:
         return self.words(text) if self.mode_for(text) == "words" else self.chars(text)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import random
 import re
 
 import pytest
 import zhtexts
 
-from scrapy_zhdedup.features import MAX_WEIGHT, STOPWORDS, Featurizer
+from scrapy_zhdedup.features import _KEEP_CHARS, MAX_WEIGHT, STOPWORDS, Featurizer
 from scrapy_zhdedup.text import TextCleaner
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -42,6 +43,20 @@ def test_auto_threshold_counts_word_characters_only() -> None:
     assert auto.mode_for("国家统计局，发布数据。") == "chars"  # 9 characters and 2 marks
     assert auto.mode_for("一二三四五六七八九十") == "words"  # exactly the threshold
     assert auto.mode_for("一二三四五六七八九") == "chars"
+
+
+def test_auto_decides_as_if_it_stripped_the_whole_text() -> None:
+    """Mostly punctuation, word characters spread or piled at the end: the prefix shortcut never
+    changes the answer of counting every word character."""
+    rng = random.Random(7)
+    auto = Featurizer("auto", short_text_chars=20)
+    for _ in range(3000):
+        marks = rng.choice([0.5, 0.9, 0.97, 1.0])
+        text = "".join(rng.choice("，。 ！…") if rng.random() < marks else rng.choice("经济数据ab1") for _ in
+                       range(rng.randrange(20, 400)))
+        if rng.random() < 0.3:
+            text += "数" * rng.randrange(0, 25)
+        assert auto.mode_for(text) == ("chars" if len(_KEEP_CHARS.sub("", text)) < 20 else "words"), text
 
 
 def test_fixed_modes_ignore_length(short_cleaned: list[str], cleaned: list[str]) -> None:
