@@ -112,8 +112,8 @@ def run(n_docs: int, repeat: int) -> tuple[dict[str, Any], list[str]]:
 
     jieba.initialize()
     extract = {
-        "ours: rjieba words + IDF weights": lambda: [Featurizer("words")(t) for t in texts],
-        "ours: character 3-grams": lambda: [Featurizer("chars", shingle_size=3)(t) for t in texts],
+        "ours: rjieba words + IDF weights": lambda: [Featurizer("words").words(t) for t in texts],
+        "ours: character 3-grams": lambda: [Featurizer("chars", shingle_size=3).chars(t) for t in texts],
         "jieba.lcut (naive baseline's tokens)": lambda: [jieba.lcut(t) for t in texts],
     }
     times = common.interleaved(extract, repeat)

@@ -97,9 +97,6 @@ class Featurizer:
             return "words"
         return "chars"
 
-    def __call__(self, text: str) -> dict[str, int]:
-        return self.words(text) if self.mode_for(text) == "words" else self.chars(text)
-
     def words(self, text: str) -> dict[str, int]:
         single, bases = self._single, self._bases
         out: dict[str, int] = {}

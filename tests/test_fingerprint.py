@@ -26,10 +26,10 @@ def texts() -> list[str]:
 @pytest.mark.parametrize(("mode", "chars"), [("words", None), ("chars", SHORT_CHARS)], ids=["words", "chars"])
 def test_equals_the_simhash_package_on_real_documents(texts: list[str], mode: str, chars: int | None) -> None:
     """Character shingles are what short texts get, so those run on each article's lead."""
-    featurizer = Featurizer("words" if mode == "words" else "chars")
+    extract = Featurizer().words if mode == "words" else Featurizer().chars
     hasher = SimHasher()
     for text in texts:
-        features = featurizer(text[:chars])
+        features = extract(text[:chars])
         assert hasher(features) == simhash.Simhash(features).value
     assert len(texts) >= 500
 
@@ -37,7 +37,7 @@ def test_equals_the_simhash_package_on_real_documents(texts: list[str], mode: st
 def test_cached_and_uncached_digests_agree(texts: list[str]) -> None:
     featurizer = Featurizer("words")
     warm = SimHasher()
-    features = [featurizer(t) for t in texts[:40]]
+    features = [featurizer.words(t) for t in texts[:40]]
     first = [warm(f) for f in features]
     assert [warm(f) for f in features] == first == [SimHasher()(f) for f in features]
     assert [warm(f, cache=False) for f in features] == first
@@ -85,7 +85,7 @@ def test_empty_features_give_zero() -> None:
 
 def test_fingerprint_is_a_64_bit_unsigned_integer(texts: list[str]) -> None:
     hasher, featurizer = SimHasher(), Featurizer()
-    values = {hasher(featurizer(t)) for t in texts[:100]}
+    values = {hasher(featurizer.words(t)) for t in texts[:100]}
     assert all(0 <= v < 2**64 for v in values)
     assert len(values) == 100  # distinct articles, distinct fingerprints
     assert any(v >= 2**63 for v in values)  # the top bit is used
@@ -105,8 +105,8 @@ def test_hamming() -> None:
 
 def test_similar_articles_are_close_and_different_ones_far(texts: list[str]) -> None:
     hasher, featurizer = SimHasher(), Featurizer()
-    fps = [hasher(featurizer(t)) for t in texts[:60]]
-    edited = [hasher(featurizer(zhtexts.edit_chars(t, 2, seed=i))) for i, t in enumerate(texts[:60])]
+    fps = [hasher(featurizer.words(t)) for t in texts[:60]]
+    edited = [hasher(featurizer.words(zhtexts.edit_chars(t, 2, seed=i))) for i, t in enumerate(texts[:60])]
     near = sorted(hamming(a, b) for a, b in zip(fps, edited))
     far = sorted(hamming(a, b) for a, b in itertools.pairwise(fps))
     assert near[len(near) // 2] <= 3
