@@ -113,8 +113,10 @@ class ElasticsearchBackend:
 
     def __init__(self, dedup: DedupConfig, es: EsConfig, *, stats: Any = None, index_duplicates: bool = False,
                  client: AsyncElasticsearch | None = None, backoff_base: float = 0.5,
-                 backoff_cap: float = 30.0, workers: int = 1) -> None:
-        """``workers`` > 1: :meth:`judge` prepares items on that many processes (``ZHDEDUP_WORKERS``)."""
+                 backoff_cap: float = 30.0, workers: int = 1, in_order: bool = False) -> None:
+        """``workers`` > 1: :meth:`judge` prepares items on that many processes (``ZHDEDUP_WORKERS``).
+        ``in_order``: a lookup batch starts only when the one before it was decided, so the verdicts
+        are those of arrival order however many items are in flight (window.py; ``es ingest``)."""
         if es.es_bulk_size < 1:
             raise ConfigError(f"ZHDEDUP_ES_BULK_SIZE must be positive, got {es.es_bulk_size}")
         if es.es_flush_interval <= 0:
@@ -142,6 +144,7 @@ class ElasticsearchBackend:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zhdedup-es")
         self._processes = PreparePool(dedup, prepare_for_index, workers).__enter__() if workers > 1 else None
         self._window: LookupWindow | None = None  # made on the event loop, by the first judge()
+        self._in_order = in_order
         self._bloom = ExactFilter(error_rate=dedup.bloom_error_rate, initial_capacity=dedup.bloom_capacity)
         self._started = False
         self._closed = False
@@ -209,7 +212,8 @@ class ElasticsearchBackend:
         words for search when they were segmented there too (``chinese.segment``)."""
         self._check_open()
         if self._window is None:
-            self._window = LookupWindow(self.judge_many, self.es.es_batch_window, MAX_LOOKUP_BATCH)
+            window = None if self._in_order else self.es.es_batch_window
+            self._window = LookupWindow(self.judge_many, window, MAX_LOOKUP_BATCH)
         outcome = await self._window.submit((prepared, document, words))
         if isinstance(outcome, Exception):
             raise outcome

@@ -64,7 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where the per-input resume checkpoints live (default %(default)s)")
     p.add_argument("--restart", action="store_true", help="ignore existing checkpoints and read inputs from the start")
     p.add_argument("--concurrency", type=int, default=64,
-                   help="documents judged at once; their lookups go in one request (default %(default)s)")
+                   help="documents looked up in one request, one request after another: the verdicts "
+                        "are those of input order for any number (default %(default)s)")
     add_workers_option(p)
     p.add_argument("--strict", action="store_true", help="stop at the first bad record instead of skipping it")
     p.set_defaults(func=_es_errors(cmd_ingest))

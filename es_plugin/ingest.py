@@ -169,11 +169,11 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
     """Ingest ``inputs`` into ``es.es_index``; returns counts per input and in total.
 
     ``mode="annotate"`` stores duplicates too (with their verdict, for folded search), ``"drop"``
-    stores first copies only.  ``concurrency`` documents are judged at once, which overlaps their
-    Elasticsearch round trips; among those, which of two near-duplicates counts as the first can
-    then depend on timing (as in a crawl), so use 1 for decisions strictly in input order.
-    ``workers`` processes prepare the documents (default: the machine's cores); the verdicts do not
-    depend on their number.  ``progress(n)`` is called with the number of documents just judged.
+    stores first copies only.  Up to ``concurrency`` documents are looked up in one request; a request
+    starts once the documents before it were decided, so the verdicts are those of judging one at a
+    time in input order, whatever ``concurrency``.  ``workers`` processes prepare the documents
+    (default: the machine's cores); the verdicts do not depend on their number either.
+    ``progress(n)`` is called with the number of documents just judged.
     """
     if mode not in ("annotate", "drop"):
         raise ConfigError(f"mode must be 'annotate' or 'drop', not {mode!r}")
@@ -202,7 +202,7 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
     if not es.es_dead_letter:  # beside the checkpoints: both say what this run did not finish
         es = dataclasses.replace(es, es_dead_letter=str(checkpoint_dir / DEFAULT_NAME))
     client = make_async_client(es, max_retries=0)  # the backend retries with its own backoff
-    backend = ElasticsearchBackend(dedup, es, index_duplicates=mode == "annotate", client=client)
+    backend = ElasticsearchBackend(dedup, es, index_duplicates=mode == "annotate", client=client, in_order=True)
     errors: list[BadRecordError] = []
     reader = Reader(strict, errors)
     reports = []

@@ -6,6 +6,10 @@ in flight at once.  :class:`LookupWindow` judges what it collected as one batch:
 arrived.  Like a database's group commit: when no batch is being looked up, an item goes at once (with
 whatever arrived in the same event-loop turn), so a lone item never waits; while one is, arrivals
 gather until it returns, but at most ``window`` seconds (or until ``limit`` are waiting).
+
+With ``window=None`` (``es ingest``) a batch starts only once the one before it returned, at most
+``limit`` items each: every item is judged after all those that arrived before it were decided,
+so the verdicts are those of judging one at a time in arrival order, however many are in flight.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ JudgeMany = Callable[[Sequence[Entry]], Awaitable[list[Verdict | Exception]]]
 
 
 class LookupWindow:
-    def __init__(self, judge_many: JudgeMany, window: float, limit: int) -> None:
+    def __init__(self, judge_many: JudgeMany, window: float | None, limit: int) -> None:
         self._judge_many = judge_many
         self.window, self.limit = window, limit
         self._waiting: list[tuple[Entry, asyncio.Future[Verdict | Exception]]] = []
@@ -33,7 +37,10 @@ class LookupWindow:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Verdict | Exception] = loop.create_future()
         self._waiting.append((entry, future))
-        if len(self._waiting) >= self.limit:
+        if self.window is None:  # in order: the batch running releases the next one when it returns
+            if not self._running and self._timer is None:
+                self._timer = loop.call_later(0, self._release)
+        elif len(self._waiting) >= self.limit:
             self._release()
         elif self._timer is None:
             self._timer = loop.call_later(self.window if self._running else 0, self._release)
@@ -43,7 +50,7 @@ class LookupWindow:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        batch, self._waiting = self._waiting, []
+        batch, self._waiting = self._waiting[: self.limit], self._waiting[self.limit :]
         if batch:
             task = asyncio.get_running_loop().create_task(self._judge(batch))
             self._running.add(task)

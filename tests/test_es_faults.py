@@ -8,8 +8,8 @@ that no document is lost (every input id ends up stored exactly once, directly o
 ``zhdedup es replay``) and, where the semantics allow, that the verdicts equal an uninterrupted
 run on a fresh index.
 
-Why verdicts can be compared: ingests run with ``--concurrency 1`` (decisions in input order),
-and the corpus places every repost at least ``SPACING`` documents after its original, more than
+Why verdicts can be compared: ingests decide in input order (one lookup batch after another, at
+the default ``--concurrency``), and the corpus places every repost at least ``SPACING`` documents after its original, more than
 two bulks.  A resumed ingest re-judges, in input order, whatever was not acknowledged; the only
 documents it could see "too early" are those of a partly applied bulk, which cannot be copies of
 the re-judged ones.  A crawl cannot be compared item for item: what failed while the node was down
@@ -106,7 +106,7 @@ def zhdedup(*args: str | Path, timeout: float = RUN_TIMEOUT) -> subprocess.Compl
 
 
 def ingest_args(url: str, index: str, src: Path, work: Path, dead: Path | None = None) -> list[str | Path]:
-    return ["es", "ingest", "--url", url, "--index", index, src, "--concurrency", "1", "--bulk-size", str(BULK),
+    return ["es", "ingest", "--url", url, "--index", index, src, "--bulk-size", str(BULK),
             "--checkpoint-dir", work / "checkpoints", "--dead-letter", dead or work / "dead.jsonl"]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -94,8 +93,9 @@ def test_jsonl_verdicts_fields_and_bad_lines(es_url: str, index: str, tmp_path: 
 
 def test_workers_change_neither_verdicts_nor_what_is_stored(es_url: str, index: str, tmp_path: Path,
                                                              es_client: Elasticsearch) -> None:
-    """Repeats right after their originals, judged 8 to a lookup batch (no second batch starts while
-    one is out: a long window), by one process and by two workers: the same index, in input order."""
+    """Repeats right after their originals, judged 8 to a lookup batch (es ingest starts a batch only
+    when the one before it was decided), by one process and by two workers: the same index, in input
+    order."""
     originals = articles(12, max_chars=1500)
     recs: list[dict[str, Any]] = []
     for i, a in enumerate(originals):
@@ -107,7 +107,7 @@ def test_workers_change_neither_verdicts_nor_what_is_stored(es_url: str, index: 
     names = {1: index, 2: f"{index}-straight"}
     reports = {}
     for workers, name in names.items():
-        cfg = dataclasses.replace(es_config(es_url, name, tmp_path, bulk=16), es_batch_window=60.0)
+        cfg = es_config(es_url, name, tmp_path, bulk=16)
         reports[workers] = ingest([src], DEDUP, cfg, checkpoint_dir=tmp_path / f"ck{workers}", concurrency=8,
                                   workers=workers)
     assert stored(es_client, names[1]) == stored(es_client, names[2])
