@@ -56,7 +56,7 @@ def writer(url: str, index: str, records: list[tuple[str, str]], bulk_size: int,
                       es_dead_letter=str(Path(tmp) / "dead-letter.jsonl"))
         barrier.wait()
         started = time.perf_counter()
-        ingest([source], DEDUP, es, checkpoint_dir=Path(tmp) / "ck", concurrency=1, workers=1)
+        ingest([source], DEDUP, es, checkpoint_dir=Path(tmp) / "ck", workers=1)
         out.put(time.perf_counter() - started)
 
 

@@ -30,6 +30,7 @@ from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 from scrapy_zhdedup.workers import add_workers_option
 
 from .chinese import SearchText
+from .window import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
@@ -63,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-dir", type=Path, default=Path(".zhdedup-checkpoints"),
                    help="where the per-input resume checkpoints live (default %(default)s)")
     p.add_argument("--restart", action="store_true", help="ignore existing checkpoints and read inputs from the start")
-    p.add_argument("--concurrency", type=int, default=64,
+    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
                    help="documents looked up in one request, one request after another: the verdicts "
                         "are those of input order for any number (default %(default)s)")
     add_workers_option(p)

@@ -63,6 +63,7 @@ from .checkpoint import Checkpoint
 from .client import EsUnavailableError, make_async_client
 from .deadletter import DEFAULT_NAME
 from .steps import adrive
+from .window import DEFAULT_CONCURRENCY
 from .writer import EsStats, RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -165,7 +166,8 @@ def html_files(directory: Path) -> list[Path]:
 
 def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: str = "annotate",
            checkpoint_dir: Path = DEFAULT_CHECKPOINT_DIR, restart: bool = False, strict: bool = False,
-           concurrency: int = 1, workers: int | None = None, progress: Progress | None = None) -> dict[str, Any]:
+           concurrency: int = DEFAULT_CONCURRENCY, workers: int | None = None,
+           progress: Progress | None = None) -> dict[str, Any]:
     """Ingest ``inputs`` into ``es.es_index``; returns counts per input and in total.
 
     ``mode="annotate"`` stores duplicates too (with their verdict, for folded search), ``"drop"``
