@@ -3,7 +3,7 @@
     python -m benchmarks.bench_es_faults --url http://127.0.0.1:9250 [--json out.json]
 
 Uses the fault tests' corpus and helpers (tests/test_es_faults.py): 300 real articles and reposts,
-ingested with ``--concurrency 1``.  Each fault is injected into a real process, the fault is
+ingested at the default ``--concurrency`` (decisions in input order).  Each fault is injected into a real process, the fault is
 repaired, the documented recovery is run (the same ``zhdedup es ingest`` again, then ``zhdedup es
 replay`` of the dead-letter file where the command exists), and the index is compared with an
 uninterrupted ingest: documents lost (input ids not stored) and verdicts that differ.
