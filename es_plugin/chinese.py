@@ -33,8 +33,9 @@ ID_FIELDS = ("id", "url", "path")  # what crawls and `es ingest` name documents 
 
 
 def segment(text: str) -> str:
-    """Space-separated lowercased jieba words of ``text``, punctuation left out."""
-    return " ".join(w.lower() for w in cut(text) if _WORD.search(w))
+    """Space-separated lowercased jieba words of ``text``, punctuation left out.  Lowercased once, joined:
+    half the cost of lowercasing word by word, and the same string (a space ends every word)."""
+    return " ".join(filter(_WORD.search, cut(text))).lower()
 
 
 @dataclass(frozen=True)

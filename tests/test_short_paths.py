@@ -194,3 +194,19 @@ def test_estimates_equal_the_old_ones_bit_for_bit(inputs: list[str], rows: int, 
         new, old = sketch.estimate_many(query, values, shingles), _old_estimate_many(query, values, shingles)
         assert new == old
         assert all(type(x) is type(y) for n, o in zip(new, old) for x, y in zip(n, o))
+
+
+def _old_segment(text: str) -> str:
+    import re
+
+    from scrapy_zhdedup.features import cut
+
+    return " ".join(w.lower() for w in cut(text) if re.search(r"[\w\u3400-\u9fff]", w))
+
+
+def test_search_words_equal_the_old_ones(inputs: list[str]) -> None:
+    from es_plugin.chinese import segment
+
+    cased = ["ΟΔΟΣ ΟΔΟΣΑ Σ ΣΑ", "İstanbul İİ", "ǅemal ǄEMAL", "ＡＢＣ abc ΑΒΓ", "Straße STRASSE"]
+    for text in [*inputs, *cased]:
+        assert segment(text) == _old_segment(text)
