@@ -273,6 +273,10 @@ def test_ingest_through_a_node_crash_loses_nothing(fault_node: FaultNode, refere
 
     rerun = zhdedup(*args)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    if not dead.exists():  # a lookup ran out of retries (node down, then 503 while its shard recovered): nothing
+        # was in flight to dead-letter, the checkpoint stayed behind, and the rerun stored the rest
+        assert_nothing_lost(url, index, reference)
+        return
     replayed = replay(url, index, dead)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert_nothing_lost(url, index, reference)
