@@ -307,19 +307,20 @@ def main(argv: list[str] | None = None) -> int:
         clean = fingerprinter.clean(text=text)
         queries.append((source.doc_id, content_hash(clean), fingerprinter.features(clean)))
 
+    live, merge = ("-live", False) if args.natural_segments else ("", True)
     rows = []
     for spec in args.blocks.split(","):
         blocks = args.threshold + int(spec.strip().removeprefix("k+"))
         dedup = DedupConfig(threshold=args.threshold, bands=blocks)
         layout = dedup.layout
-        index = f"bench-lookup-{args.docs}-b{blocks}" + ("-live" if args.natural_segments else "")
+        index = f"bench-lookup-{args.docs}-b{blocks}{live}"
         seconds: float | None = None
         if args.reuse and client.indices.exists(index=index):
-            forget_judged(client, index, merge=not args.natural_segments)
+            forget_judged(client, index, merge)
         else:
             client.options(ignore_status=404).indices.delete(index=index)
             seconds = load(client, index, layout, args.docs - len(real), real, pool, dedup.max_chars, seed=blocks,
-                           merge=not args.natural_segments)
+                           merge=merge)
         stats = client.indices.stats(index=index, metric=["store", "docs"])["indices"][index]["primaries"]
         segments = len(client.cat.segments(index=index, format="json"))
         row: dict[str, Any] = {"docs": stats["docs"]["count"], "blocks": blocks, "tables": len(layout.tables),
@@ -348,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
          r["load_s"]) for r in rows])]
     print(tables[0])
     info["clean_features_ms_per_item"] = cpu_ms
-    name = ("lookup-es" if args.docs == 1_000_000 else f"lookup-es-{args.docs}") + ("-live" if args.natural_segments else "")
+    name = ("lookup-es" if args.docs == 1_000_000 else f"lookup-es-{args.docs}") + live
     common.write_results(name, info, vars(args), rows, tables)
     return 0
 
