@@ -16,7 +16,6 @@ from types import ModuleType
 from typing import Any, Literal
 
 import charset_normalizer
-import lxml.html
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
@@ -37,18 +36,20 @@ _BOILERPLATE = re.compile(
     r"toolbar|login|search|tags?|pager|pagination|friendlink|links)([\s_-]|$)",
     re.I,
 )
+_HTML_PARSER = etree.HTMLParser()
+_UTF8_HTML_PARSER = etree.HTMLParser(encoding="utf-8")
 _BLOCKS = {"p", "div", "section", "article", "li", "h1", "h2", "h3", "h4", "h5", "h6",
            "td", "tr", "br", "blockquote", "pre", "table", "ul", "ol", "dd", "dt"}
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _WORDLIKE = re.compile(r"[\w\u3400-\u9fff]")
-_SPACES = re.compile(r"[^\S\n]+")
-_NEWLINES = re.compile(r"\s*\n\s*")
 _INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")  # a regex: str.translate took 14x longer
-_ALL_SPACE = re.compile(r"\s+")
 # What NFKC changes in Chinese text is nearly always full-width ASCII, the ideographic space and "…".
 # Replacing those with their NFKC forms directly, then checking, costs half of NFKC over the whole text.
 _WIDE = re.compile("[\uff01-\uff5e\u3000\u2026]+")
 _WIDE_NFKC: dict[int, int | str] = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20, 0x2026: "..."}
+# Nine in ten of those are these punctuation marks (the full-width comma alone 86 %, 3,000 news texts):
+# one str.replace each is a single C pass, where the regex calls back into Python for every comma.
+_FREQUENT_WIDE = tuple((c, chr(ord(c) - 0xFEE0)) for c in "，：；！？（）")
 
 
 def decode_html(body: bytes, encoding: str | None = None) -> str:
@@ -126,14 +127,24 @@ class TextCleaner:
     def normalise(self, text: str) -> str:
         """NFKC (width forms), invisible characters, spacing, and optionally traditional → simplified."""
         if not unicodedata.is_normalized("NFKC", text):  # the check is much cheaper than the rewrite
-            narrow = _WIDE.sub(_narrowed, text)
+            narrow = text
+            for wide, ascii_form in _FREQUENT_WIDE:
+                narrow = narrow.replace(wide, ascii_form)
+            narrow = _WIDE.sub(_narrowed, narrow)
             # The replacements are NFKC's own, so a result NFKC leaves alone is NFKC of the text.
             text = narrow if unicodedata.is_normalized("NFKC", narrow) else unicodedata.normalize("NFKC", text)
         text = _INVISIBLE.sub("", text)
         if self.traditional_to_simplified and _CJK.search(text):
             text = self._opencc.convert(text)
-        text = _SPACES.sub(" ", text)
-        return _NEWLINES.sub("\n", text).strip()
+        return _collapse_spaces(text)
+
+
+def _collapse_spaces(text: str) -> str:
+    """Each run of spaces to one space, each run of whitespace holding line breaks to one line break,
+    none at either end.  str.split() and regular expressions' \\s agree on what is whitespace; splitting
+    is a few C passes where the two substitutions it replaced scanned every character in the regex
+    engine (0.048 vs 0.009 ms on a news text)."""
+    return "\n".join(line for line in (" ".join(part.split()) for part in text.split("\n")) if line)
 
 
 def _narrowed(wide: re.Match[str]) -> str:
@@ -166,23 +177,46 @@ def _lxml_main_text(html: str) -> str:
     return text
 
 
+def _parse(html: str) -> etree._Element | None:
+    """The page's root; None for an empty document.  lxml.etree's own HTML parser, not lxml.html's, whose
+    element classes are chosen by a Python callback for every element touched (15 % of extraction)."""
+    try:
+        return etree.fromstring(html, _HTML_PARSER)
+    except ValueError:  # lxml refuses str input with an encoding declaration
+        return etree.fromstring(html.encode("utf-8", "replace"), _UTF8_HTML_PARSER)
+
+
+def _drop_tree(el: etree._Element) -> None:
+    """Remove ``el`` and its descendants, keeping its tail text in place (lxml.html's drop_tree)."""
+    parent = el.getparent()
+    assert parent is not None
+    if el.tail:
+        previous = el.getprevious()
+        if previous is None:
+            parent.text = (parent.text or "") + el.tail
+        else:
+            previous.tail = (previous.tail or "") + el.tail
+    parent.remove(el)
+
+
+def _text_content(el: etree._Element) -> str:
+    return "".join(el.itertext())
+
+
 def _lxml_blocks(html: str, drop_marked: bool) -> str:
     try:
-        root = lxml.html.document_fromstring(html)
-    except (etree.ParserError, ValueError):
-        # lxml refuses str input with an encoding declaration, and empty documents
-        try:
-            root = lxml.html.document_fromstring(html.encode("utf-8", "replace"),
-                                                 parser=lxml.html.HTMLParser(encoding="utf-8"))
-        except etree.ParserError:
-            return ""
+        root = _parse(html)
+    except etree.ParserError:
+        return ""
+    if root is None:
+        return ""
     etree.strip_elements(root, etree.Comment, *_DROP_TAGS, with_tail=False)
     for el in list(root.iter()) if drop_marked else ():
         if not isinstance(el.tag, str) or el.getparent() is None:
             continue
         marks = f"{el.get('class', '')} {el.get('id', '')}"
         if marks.strip() and _BOILERPLATE.search(marks) and el.tag not in ("body", "html"):
-            el.drop_tree()
+            _drop_tree(el)
     lines: list[str] = []
     for block in _text_blocks(root):
         if _link_density(block) < 0.5:
@@ -199,7 +233,7 @@ def _text_blocks(root: etree._Element) -> list[etree._Element]:
         if not isinstance(el.tag, str) or (el.tag not in _BLOCKS and el.tag != "body") or el.tag == "br":
             continue
         if (el.text and el.text.strip()) or any(
-            isinstance(c.tag, str) and c.tag not in _BLOCKS and (c.text_content().strip() or (c.tail or "").strip())
+            isinstance(c.tag, str) and c.tag not in _BLOCKS and (_text_content(c).strip() or (c.tail or "").strip())
             for c in el
         ) or any((c.tail or "").strip() for c in el):
             out.append(el)
@@ -226,10 +260,10 @@ def _link_density(el: etree._Element) -> float:
     total = len(_block_text(el))
     if not total:
         return 1.0
-    linked = sum(len(a.text_content()) for a in el.iter("a"))
+    linked = sum(len(_text_content(a)) for a in el.iter("a"))
     return linked / total
 
 
 def content_hash(clean: str) -> str:
     """Strong 128-bit hash of the text with all whitespace removed (layout is not content)."""
-    return hashlib.blake2b(_ALL_SPACE.sub("", clean).encode("utf-8"), digest_size=16).hexdigest()
+    return hashlib.blake2b("".join(clean.split()).encode("utf-8"), digest_size=16).hexdigest()

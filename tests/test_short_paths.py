@@ -9,8 +9,10 @@ shingles repeat more often than the weight cap.
 from __future__ import annotations
 
 import random
+import re
+import unicodedata
 from collections import Counter
-from hashlib import md5
+from hashlib import blake2b, md5
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ import simhash
 import zhtexts
 
 from scrapy_zhdedup import sketch
+from scrapy_zhdedup import text as text_module
 from scrapy_zhdedup.features import _KEEP_CHARS, MAX_WEIGHT, Featurizer
 from scrapy_zhdedup.fingerprint import SimHasher
 
@@ -210,3 +213,169 @@ def test_search_words_equal_the_old_ones(inputs: list[str]) -> None:
     cased = ["ΟΔΟΣ ΟΔΟΣΑ Σ ΣΑ", "İstanbul İİ", "ǅemal ǄEMAL", "ＡＢＣ abc ΑΒΓ", "Straße STRASSE"]
     for text in [*inputs, *cased]:
         assert segment(text) == _old_segment(text)
+
+
+# --- cleaning ------------------------------------------------------------------------------------
+
+_SPACE_KINDS = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
+def _spaced_text(rng: random.Random) -> str:
+    pieces = ["中", "文", "a", "Z", "1", "，", "：", "（", "）", "！", "？", "；", "。", "…", "\u3000", "ｶ", "ﾞ", "Ａ",
+              "\u200b", "國", "\n", "\n\n", " ", "  ", *_SPACE_KINDS]
+    return "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 40)))
+
+
+@pytest.fixture(scope="module")
+def spaced(inputs: list[str]) -> list[str]:
+    rng = random.Random(20261123)
+    return [*inputs, *_SPACE_KINDS, "\n".join(_SPACE_KINDS), *(_spaced_text(rng) for _ in range(3000))]
+
+
+def _old_collapse(text: str) -> str:
+    text = re.sub(r"[^\S\n]+", " ", text)
+    return re.sub(r"\s*\n\s*", "\n", text).strip()
+
+
+def _old_narrowed(text: str) -> str:
+    return re.sub("[\uff01-\uff5e\u3000\u2026]+", lambda m: m.group().translate(text_module._WIDE_NFKC), text)
+
+
+def test_space_collapsing_equals_the_old_substitutions(spaced: list[str]) -> None:
+    assert "\n" in _SPACE_KINDS and "\u3000" in _SPACE_KINDS and "\x1f" in _SPACE_KINDS
+    for text in spaced:
+        assert text_module._collapse_spaces(text) == _old_collapse(text), repr(text)
+
+
+def test_normalised_text_and_content_hash_equal_the_old_ones(spaced: list[str]) -> None:
+    for simplify in (True, False):
+        cleaner = text_module.TextCleaner(traditional_to_simplified=simplify)
+        for text in spaced:
+            if unicodedata.is_normalized("NFKC", text):
+                old = text
+            else:
+                narrow = _old_narrowed(text)
+                old = narrow if unicodedata.is_normalized("NFKC", narrow) else unicodedata.normalize("NFKC", text)
+            old = re.sub("[\u200b\u200c\u200d\u2060\ufeff\u00ad]", "", old)
+            if simplify and re.search(r"[\u3400-\u9fff\uf900-\ufaff]", old):
+                old = cleaner._opencc.convert(old)
+            assert cleaner.normalise(text) == _old_collapse(old), repr(text)
+            digest = blake2b(re.sub(r"\s+", "", text).encode("utf-8"), digest_size=16).hexdigest()
+            assert text_module.content_hash(text) == digest, repr(text)
+
+
+# --- TF-IDF words ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def old_idf() -> tuple[dict[str, float], float]:
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("jieba")
+    assert spec is not None and spec.origin is not None
+    with open(os.path.join(os.path.dirname(spec.origin), "analyse", "idf.txt"), encoding="utf-8") as fh:
+        tokens = fh.read().split()
+    words, values = tokens[0::2], tokens[1::2]
+    number = {value: float(value) for value in set(values)}
+    table = dict(zip(words, map(number.__getitem__, values)))
+    ordered = sorted(table.values())
+    return table, ordered[len(ordered) // 2]
+
+
+def _old_words(text: str, old_idf: tuple[dict[str, float], float]) -> dict[str, int]:
+    import math
+
+    from scrapy_zhdedup.features import _HAS_CJK, _HAS_WORD, STOPWORDS, WEIGHT_SCALE, cut
+
+    idf, median = old_idf
+    out: dict[str, int] = {}
+    for word, n in Counter(cut(text)).items():
+        votes = bool(_HAS_WORD.search(word)) and word not in STOPWORDS and not (len(word) == 1 and _HAS_CJK.match(word))
+        base = idf.get(word, median) * WEIGHT_SCALE if votes else 0.0
+        weight = min(MAX_WEIGHT, max(1, round(base))) if votes else 0
+        if weight:
+            out[word] = weight if n == 1 else min(MAX_WEIGHT, round(base * (1 + math.log(n))))
+    return out
+
+
+def test_words_equal_the_old_ones(inputs: list[str], old_idf: tuple[dict[str, float], float]) -> None:
+    featurizer = Featurizer("words")
+    for text in [*inputs, *(a.text for a in zhtexts.articles(60)), *inputs]:  # learned, then from the caches
+        old = _old_words(text, old_idf)
+        assert featurizer.words(text) == (old if old else featurizer.chars(text)), repr(text[:50])
+
+
+# --- main text of a page ----------------------------------------------------------------------------
+
+
+def _old_main_text(page: str) -> str:
+    """The extraction on lxml.html's parser and element methods (drop_tree, text_content)."""
+    import itertools
+
+    import lxml.html
+    from lxml import etree
+
+    def blocks(drop_marked: bool) -> str:
+        try:
+            root = lxml.html.document_fromstring(page)
+        except (etree.ParserError, ValueError):
+            try:
+                root = lxml.html.document_fromstring(page.encode("utf-8", "replace"),
+                                                     parser=lxml.html.HTMLParser(encoding="utf-8"))
+            except etree.ParserError:
+                return ""
+        etree.strip_elements(root, etree.Comment, *text_module._DROP_TAGS, with_tail=False)
+        for el in list(root.iter()) if drop_marked else ():
+            if not isinstance(el.tag, str) or el.getparent() is None:
+                continue
+            marks = f"{el.get('class', '')} {el.get('id', '')}"
+            if marks.strip() and text_module._BOILERPLATE.search(marks) and el.tag not in ("body", "html"):
+                el.drop_tree()
+        lines = []
+        for el in root.iter():
+            if not isinstance(el.tag, str) or (el.tag not in text_module._BLOCKS and el.tag != "body") or el.tag == "br":
+                continue
+            if not ((el.text and el.text.strip()) or any(
+                isinstance(c.tag, str) and c.tag not in text_module._BLOCKS
+                and (c.text_content().strip() or (c.tail or "").strip()) for c in el
+            ) or any((c.tail or "").strip() for c in el)):
+                continue
+            text = text_module._block_text(el)
+            linked = sum(len(a.text_content()) for a in el.iter("a"))
+            if text and linked / len(text) < 0.5:
+                lines.append(text)
+        return "\n".join(lines)
+
+    text = blocks(True)
+    if next(itertools.islice(text_module._WORDLIKE.finditer(text), 19, None), None) is None:
+        text = blocks(False)
+    return text
+
+
+def _tag_soup(rng: random.Random, depth: int = 0) -> str:
+    tags = ["div", "p", "span", "a", "b", "li", "ul", "td", "section", "em", "h2", "br", "article", "font"]
+    marks = ["", "", ' class="content"', ' class="nav"', ' id="footer"', ' class="info"', ' class="side-bar"',
+             ' class="hot list"', ' id="main"']
+    bits = []
+    for _ in range(rng.randrange(1, 5)):
+        kind = rng.random()
+        if kind < 0.4 and depth < 5:
+            tag = rng.choice(tags)
+            bits.append(f"<{tag}{rng.choice(marks)}>{_tag_soup(rng, depth + 1)}</{tag}>")
+        elif kind < 0.5:
+            bits.append(rng.choice(["<!-- 注释 -->", "<?php echo 1 ?>", "<script>var a='脚本';</script>", "&amp;",
+                                    "&#20013;", "<br/>", "<p>", "</div>", "<![CDATA[x]]>", "\x00"]))
+        else:
+            bits.append(rng.choice(["新闻", "正文内容在这里，", "  ", "\n", "相关阅读", "text ", "。"]) * rng.randrange(1, 8))
+    return "".join(bits)
+
+
+def test_main_text_equals_the_old_extraction() -> None:
+    rng = random.Random(20261123)
+    pages = [zhtexts.news_page(a.title, a.text, site=site) for a in zhtexts.articles(30) for site in ("xinwen", "caijing")]
+    pages += [_tag_soup(rng) for _ in range(2000)]
+    pages += ["", "   ", "<!-- -->", "<html></html>", "<?xml version='1.0' encoding='gbk'?><p>中文内容</p>",
+              "<html><body class='info'><p>" + "正文" * 20 + "</p></body></html>"]
+    for page in pages:
+        assert text_module._lxml_main_text(page) == _old_main_text(page), repr(page[:200])
