@@ -75,7 +75,7 @@ class EmbeddedBackend:
         self.deduper = Deduper.open(config, store_dir)
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="zhdedup")
         self._pool.start()
-        self._processes = PreparePool(config, prepare_job, workers).__enter__() if workers > 1 else None
+        self._processes = PreparePool(config, prepare_job, workers, text=False).__enter__() if workers > 1 else None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> EmbeddedBackend:

@@ -70,7 +70,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
     errors: list[BadRecordError] = []
     started = time.perf_counter()
     name = input_name(args.input)
-    with PreparePool(config, _scan_step, args.workers, fork=True) as pool:  # first: nothing open for workers to inherit
+    # First: nothing open for workers to inherit.  Judging needs a document's hash and features, not its text.
+    with PreparePool(config, _scan_step, args.workers, fork=True, text=False) as pool:
         deduper = Deduper.open(config, args.store)  # locks the store: a second writer fails here
         try:
             with (open_input(args.input) as fh, AtomicOutput(args.output) as out,

@@ -71,12 +71,16 @@ def prepare_job(fingerprinter: Fingerprinter, job: Job) -> Prepared:
     return fingerprinter.prepare(doc_id, text=text, html=html)
 
 
-def _travelling(result: Any) -> Any:
+def _travelling(result: Any, text: bool) -> Any:
     """Features of the documents in a worker's result computed now, so they travel back with them
-    (in this process they are computed lazily: exact repeats never need them)."""
-    for value in result if isinstance(result, tuple) else (result,):
-        if isinstance(value, Prepared):
-            value.features  # noqa: B018 - a cached property, evaluated to be pickled
+    (in this process they are computed lazily: exact repeats never need them); their texts stay
+    behind unless the caller uses them (most of the bytes sent back)."""
+    if isinstance(result, tuple):
+        return tuple(_travelling(value, text) for value in result)
+    if isinstance(result, Prepared):
+        if not text:
+            return result.without_text()
+        result.features  # noqa: B018 - a cached property, evaluated to be pickled
     return result
 
 
@@ -96,13 +100,13 @@ def _exit_with(parent_sentinel: int) -> None:
     os._exit(1)
 
 
-def _run_chunk(step: Step[In, Out], chunk: list[In]) -> list[Out | Exception]:
-    return [_run_one(step, item) for item in chunk]
+def _run_chunk(step: Step[In, Out], chunk: list[In], text: bool) -> list[Out | Exception]:
+    return [_run_one(step, item, text) for item in chunk]
 
 
-def _run_one(step: Step[In, Out], item: In) -> Out | Exception:
+def _run_one(step: Step[In, Out], item: In, text: bool) -> Out | Exception:
     assert _fingerprinter is not None
-    return _travelling(_guarded(step, _fingerprinter, item))
+    return _travelling(_guarded(step, _fingerprinter, item), text)
 
 
 def _guarded(step: Step[In, Out], fingerprinter: Fingerprinter, item: In) -> Out | Exception:
@@ -121,16 +125,19 @@ class PreparePool(Generic[In, Out]):
             for record, result in zip(records, pool.map(records)): ...
 
     ``result`` is the step's return value or the exception it raised (ZhDedupError, ValueError or
-    OSError): one bad item is one bad line.
+    OSError): one bad item is one bad line.  With ``text=False`` a worker sends documents back
+    without their cleaned text (:meth:`~scrapy_zhdedup.judge.Prepared.without_text`), for a caller
+    that only judges them.
     """
 
     def __init__(self, config: DedupConfig, step: Step[In, Out], workers: int | None = None,
-                 chunk: int = CHUNK, *, fork: bool = False) -> None:
+                 chunk: int = CHUNK, *, fork: bool = False, text: bool = True) -> None:
         self.workers = default_workers() if workers is None else workers
         if self.workers < 1:
             raise ConfigError(f"workers must be at least 1, got {self.workers}")
         self.config, self.step, self.chunk = config, step, chunk
         self.fork = fork  # asked for; used only while this process has one thread (see _start_method)
+        self.text = text
         self._local: Fingerprinter | None = None
         self._executor: ProcessPoolExecutor | None = None
         self._replacing = threading.Lock()  # submit() runs on the event loop and on a judging thread
@@ -173,7 +180,7 @@ class PreparePool(Generic[In, Out]):
         source = iter(items)
         in_flight: deque[Future[list[Out | Exception]]] = deque()
         while chunk := list(itertools.islice(source, self.chunk)):
-            in_flight.append(self._executor.submit(_run_chunk, self.step, chunk))
+            in_flight.append(self._executor.submit(_run_chunk, self.step, chunk, self.text))
             if len(in_flight) >= self.workers * WINDOW_PER_WORKER:
                 yield from in_flight.popleft().result()
         while in_flight:
@@ -189,12 +196,12 @@ class PreparePool(Generic[In, Out]):
             if self._executor is None:
                 raise ZhDedupError("PreparePool.submit needs worker processes (workers > 1), inside its with block")
             try:
-                return self._executor.submit(_run_one, self.step, item)
+                return self._executor.submit(_run_one, self.step, item, self.text)
             except BrokenProcessPool:
                 logger.warning("zhdedup: a worker process died; starting %d new ones", self.workers)
                 self._executor.shutdown(wait=False, cancel_futures=True)
                 self._executor = self._processes()
-                return self._executor.submit(_run_one, self.step, item)
+                return self._executor.submit(_run_one, self.step, item, self.text)
 
 
 def prepared_by(pool: PreparePool[In, Out], future: Future[Out | Exception], item: In) -> Out:

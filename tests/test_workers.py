@@ -88,13 +88,15 @@ def test_a_bad_record_is_a_value_and_the_input_is_read_lazily() -> None:
     assert len(read) <= 2 * 4 * 4 + 4 + 1  # the window: workers x 4 chunks of 4, plus one being cut
 
 
-def test_features_travel_back_from_the_workers() -> None:
-    with PreparePool(DedupConfig(), prepare_job, workers=2) as pool:
+@pytest.mark.parametrize("text", [True, False])
+def test_features_travel_back_from_the_workers(text: bool) -> None:
+    with PreparePool(DedupConfig(), prepare_job, workers=2, text=text) as pool:
         [prepared] = list(pool.map([("a", ARTICLES[0].text, None)]))
     assert isinstance(prepared, Prepared) and prepared.fingerprinter is None
     local = Fingerprinter(DedupConfig()).prepare("a", text=ARTICLES[0].text)
     assert prepared.features._replace(sketch=None) == local.features._replace(sketch=None)
     assert prepared.features.sketch.to_bytes() == local.features.sketch.to_bytes()
+    assert prepared.digest == local.digest and prepared.clean == (local.clean if text else "")
 
 
 def test_workers_must_be_positive() -> None:
