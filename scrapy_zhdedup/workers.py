@@ -19,6 +19,7 @@ themselves, at once on separate cores, so the parent's memory is the same as wit
 from __future__ import annotations
 
 import argparse
+import gc
 import itertools
 import logging
 import multiprocessing
@@ -87,6 +88,7 @@ def _travelling(result: Any, text: bool) -> Any:
 def _init(config: DedupConfig) -> None:
     global _fingerprinter
     _fingerprinter = Fingerprinter(config)
+    gc.freeze()  # a spawned worker's modules, as the parent's before a fork (PreparePool._processes)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent stops the pool
     parent = multiprocessing.parent_process()
     if parent is not None:
@@ -151,6 +153,11 @@ class PreparePool(Generic[In, Out]):
 
     def _processes(self) -> ProcessPoolExecutor:
         method = self._start_method()
+        if method == "fork":
+            # What exists now (the imported modules) lives as long as the run: frozen, the garbage collector
+            # never scans it again, here or in the children, whose collections would otherwise write to (and
+            # so copy) every page of it.  Full collections of `es ingest` fell from 0.28 to 0.06 s.
+            gc.freeze()
         executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
                                        initializer=_init, initargs=(self.config,))
         if method == "fork":
