@@ -38,6 +38,7 @@ import dataclasses
 import functools
 import logging
 import sys
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -73,6 +74,8 @@ T = TypeVar("T")
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
 MAX_LOOKUP_BATCH = 200  # items judged with one mget and one _msearch by the pipeline
+BULK_PARTS = 2  # requests a sealed batch is written in, at once (elasticsearch-py's parallel_bulk sends 500s)
+MIN_BULK_PART = 250  # actions: a smaller batch goes in one request
 
 __all__ = ["ElasticsearchBackend", "EsUnavailableError", "LookupFailedError"]
 
@@ -87,6 +90,18 @@ def prepare_for_index(fingerprinter: Fingerprinter, job: IndexJob) -> Indexable:
     doc_id, text, html, segments = job
     prepared = prepare_job(fingerprinter, (doc_id, text, html))
     return prepared, segment(prepared.clean) if segments else None
+
+
+def bulk_parts(actions: Sequence[Action]) -> list[list[Action]]:
+    """``actions`` in up to ``BULK_PARTS`` parts of at least ``MIN_BULK_PART``, split by ``_id`` so that
+    actions on one document stay in one request, in their order."""
+    n = max(1, min(BULK_PARTS, len(actions) // MIN_BULK_PART))
+    if n == 1:
+        return [list(actions)]
+    parts: list[list[Action]] = [[] for _ in range(n)]
+    for action in actions:
+        parts[zlib.crc32(action.id.encode("utf-8")) % n].append(action)
+    return [part for part in parts if part]
 
 
 class LookupFailedError(EsUnavailableError, StoreUnavailableError):
@@ -378,18 +393,31 @@ class ElasticsearchBackend:
     # -- writing ---------------------------------------------------------------------------------------
 
     async def _write(self, batch: PendingBatch) -> None:
-        """One sealed batch (the buffer's writer task): failures are dead-lettered, 409s resolved."""
+        """One sealed batch (the buffer's writer task), in up to ``BULK_PARTS`` requests at once: a node
+        indexes one bulk request of a one-shard index on one thread, and the last batch of a run, or
+        the one a checkpoint waits for, would otherwise keep one core busy and the others idle.
+        Failures are dead-lettered, 409s resolved once every part is written."""
         assert self._client is not None
+        client = self._client
+        parts = bulk_parts(batch.actions)
+        results = await asyncio.gather(*(adrive(client, self.writer.write(part)) for part in parts),
+                                       return_exceptions=True)
+        conflicts = []
         try:
-            result = await adrive(self._client, self.writer.write(batch.actions))
-            self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, "bulk", error)
-                                     for a, error in result.failed])
-            await self._resolve_conflicts(batch, result.conflicts)
+            for part, result in zip(parts, results):
+                if isinstance(result, BaseException):  # a bug here must not leave documents unwritten and unreported
+                    logger.error("zhdedup: unexpected error writing a bulk batch", exc_info=result)
+                    self._dead(part, "bulk", result if isinstance(result, Exception) else ZhDedupError(repr(result)))
+                    continue
+                self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, "bulk", error)
+                                         for a, error in result.failed])
+                conflicts += result.conflicts
+            await self._resolve_conflicts(batch, conflicts)
         except DeadLetterError:
             raise  # nowhere to put them: the buffer stops and tells every waiter
-        except Exception as exc:  # a bug here must not leave documents unwritten and unreported
-            logger.exception("zhdedup: unexpected error writing a bulk batch")
-            self._dead(batch.actions, "bulk", exc)
+        except Exception as exc:
+            logger.exception("zhdedup: unexpected error resolving a bulk batch's conflicts")
+            self._dead(conflicts, "conflict", exc)
 
     async def _resolve_conflicts(self, batch: PendingBatch, conflicts: list[Action]) -> None:
         """A 409 on ``create``: the text is stored already, by another writer or by our own earlier attempt."""

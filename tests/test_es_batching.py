@@ -54,3 +54,20 @@ def test_in_order_batches_go_one_after_another_in_arrival_order() -> None:
     assert asyncio.run(run()) == list(range(150))
     assert [len(b) for b in batches] == [64, 64, 22]
     assert [i for b in batches for i in b] == list(range(150))
+
+
+def test_a_large_batch_goes_in_parts_that_keep_each_document_in_one_part_in_order() -> None:
+    """A node indexes one bulk request of a one-shard index on one thread: a batch of 1,000 goes as two
+    requests at once, and actions on one document (an update after its create) stay together, in order."""
+    from es_plugin.backend import MIN_BULK_PART, bulk_parts
+
+    actions = [Action("create", f"d{i}", {"n": i}) for i in range(1000)]
+    actions += [Action("update", f"d{i}", {"after": i}) for i in range(0, 1000, 7)]
+    parts = bulk_parts(actions)
+    assert len(parts) == 2 and sorted(map(len, parts)) != [0, len(actions)]
+    assert sorted(id(a) for part in parts for a in part) == sorted(id(a) for a in actions)
+    for part in parts:
+        assert part == [a for a in actions if a in part]  # each part keeps the batch's order
+        assert not {a.id for a in part} & {a.id for other in parts if other is not part for a in other}
+    assert bulk_parts(actions[: 2 * MIN_BULK_PART - 1]) == [actions[: 2 * MIN_BULK_PART - 1]]
+    assert bulk_parts([]) == [[]]
