@@ -20,12 +20,13 @@ from es_proxy import EsProxy
 from fault_node import free_port
 from helpers import Stats, backend
 
-from es_plugin.backend import ElasticsearchBackend
+from es_plugin.backend import ElasticsearchBackend, bulk_parts
 from es_plugin.client import EsUnavailableError, check_reachable, make_client
 from es_plugin.template import install
+from es_plugin.writer import Action
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.text import TextCleaner
+from scrapy_zhdedup.text import TextCleaner, content_hash
 
 pytestmark = pytest.mark.es
 
@@ -165,6 +166,36 @@ async def test_mapping_conflict_dead_letters_only_the_bad_document(index: str, e
     assert [h["_source"]["url"] for h in es_client.search(index=index)["hits"]["hits"]] == ["doc-1"]
 
 
+async def test_a_bulk_sent_in_two_parts_through_an_outage_loses_nothing(
+        proxy: tuple[EsProxy, str], index: str, tmp_path: Path, es_client: Elasticsearch,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both requests of a split batch meet a dead node, then one item is rejected for good: the rest is
+    stored once, the rejected one is dead-lettered, nothing is lost."""
+    monkeypatch.setattr("es_plugin.backend.MIN_BULK_PART", 1)  # a batch of two or more goes in two requests
+    digests = [content_hash(TextCleaner().clean(text=t)) for t in TEXTS]
+    assert len(bulk_parts([Action("create", d) for d in digests])) == 2
+    install(es_client, index, DEDUP.layout, {"price": {"type": "integer"}})
+    p, url = proxy
+    stats = Stats()
+    b = backend(url, index, tmp_path, stats=stats, es_timeout=0.5, es_max_retries=10)
+    loop = asyncio.get_running_loop()
+    try:
+        for i in range(len(TEXTS)):  # buffered in one batch: the bulk size is 1,000 and no timer flushes
+            assert await judge(b, i, price="not a number" if i == 2 else i) == "unique"
+        p.cut()
+        loop.call_later(0.5, p.restore)
+        await b.flush()
+    finally:
+        p.restore()
+        await b.close()
+    records = dead_letters(tmp_path)
+    assert [(r["doc_id"], r["status"]) for r in records] == [("doc-2", 400)]
+    assert stats["zhdedup/es/retries"] >= 2 and stats["zhdedup/es/indexed"] == len(TEXTS) - 1
+    es_client.indices.refresh(index=index)
+    hits = es_client.search(index=index, size=100)["hits"]["hits"]
+    assert sorted(h["_source"]["url"] for h in hits) == [f"doc-{i}" for i in range(len(TEXTS)) if i != 2]
+
+
 async def test_layout_mismatch_at_start(index: str, es_url: str, tmp_path: Path, es_client: Elasticsearch) -> None:
     install(es_client, index, BandLayout(k=4))
     b = backend(es_url, index, tmp_path)
@@ -178,7 +209,7 @@ def test_non_asyncio_reactor_is_refused() -> None:
         from twisted.internet import epollreactor
         epollreactor.install()
         from scrapy_zhdedup.config import DedupConfig, EsConfig
-        from es_plugin.backend import ElasticsearchBackend
+        from es_plugin.backend import ElasticsearchBackend, bulk_parts
         from scrapy_zhdedup.errors import ZhDedupError
         try:
             ElasticsearchBackend(DedupConfig(), EsConfig())
