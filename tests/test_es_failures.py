@@ -209,7 +209,7 @@ def test_non_asyncio_reactor_is_refused() -> None:
         from twisted.internet import epollreactor
         epollreactor.install()
         from scrapy_zhdedup.config import DedupConfig, EsConfig
-        from es_plugin.backend import ElasticsearchBackend, bulk_parts
+        from es_plugin.backend import ElasticsearchBackend
         from scrapy_zhdedup.errors import ZhDedupError
         try:
             ElasticsearchBackend(DedupConfig(), EsConfig())
