@@ -191,7 +191,7 @@ async def raw_lookups(url: str, index: str, dedup: DedupConfig, queries: list[tu
     hits_n, via_sketch, passed, matching, found = [], [], [], [], 0
     try:
         for source_id, digest, features in queries:
-            query = near_query(dedup.layout, query_features(features), dedup.passage_share)
+            query = near_query(dedup.keys, query_features(features))
             started = time.perf_counter()
             await client.mget(index=index, ids=[digest], source_includes=["zhdedup.doc_id"], realtime=True)
             response = await client.search(index=index, query=query, size=SEARCH_PAGE, track_total_hits=False,
@@ -277,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=1000, help="real articles loaded and queried by repost")
     parser.add_argument("--threshold", type=int, default=3)
     parser.add_argument("--blocks", default="k+2", help="layouts to compare, e.g. k+1,k+2 (default %(default)s)")
+    parser.add_argument("--simhash-bands", action="store_true",
+                        help="search the SimHash band keys too (ZHDEDUP_SIMHASH_BANDS; off by default)")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--workers", type=int, default=1,
                         help="processes preparing the items judged through the backend (ZHDEDUP_WORKERS; default 1)")
@@ -311,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for spec in args.blocks.split(","):
         blocks = args.threshold + int(spec.strip().removeprefix("k+"))
-        dedup = DedupConfig(threshold=args.threshold, bands=blocks)
+        dedup = DedupConfig(threshold=args.threshold, bands=blocks, simhash_bands=args.simhash_bands)
         layout = dedup.layout
         index = f"bench-lookup-{args.docs}-b{blocks}{live}"
         seconds: float | None = None
@@ -324,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         stats = client.indices.stats(index=index, metric=["store", "docs"])["indices"][index]["primaries"]
         segments = len(client.cat.segments(index=index, format="json"))
         row: dict[str, Any] = {"docs": stats["docs"]["count"], "blocks": blocks, "tables": len(layout.tables),
-                               "segments": segments,
+                               "simhash_bands": args.simhash_bands, "segments": segments,
                                "load_s": seconds, "bytes_doc": stats["store"]["size_in_bytes"] / stats["docs"]["count"],
                                "load_avg_after_load": [round(x, 2) for x in os.getloadavg()]}
         row.update(asyncio.run(raw_lookups(args.url, index, dedup, queries)))

@@ -102,6 +102,7 @@ def methods() -> dict[str, Judge]:
     return {
         "zhdedup scan defaults": Ours(),
         "ours, passages on": Ours(DedupConfig(passages=True)),
+        "ours, SimHash bands on": Ours(DedupConfig(simhash_bands=True)),
         "ours, similarity 0.75": Ours(DedupConfig(similarity=0.75)),
         "ours + per-host repeated lines removed": Ours(host_lines=True),
         "simhash: jieba words, SimhashIndex(k=3)": on_records(simhash_jieba),

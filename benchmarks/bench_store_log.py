@@ -27,6 +27,7 @@ import numpy as np
 from benchmarks import common
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.bloom import ExactFilter
+from scrapy_zhdedup.nearindex import CandidateKeys
 from scrapy_zhdedup.store import EmbeddedStore
 from scrapy_zhdedup.storelog import LOG_FILE, LogWriter, Record, read_log
 
@@ -75,7 +76,7 @@ def bench_sqlite(records: list[Record], directory: Path) -> dict[str, float]:
 
 
 def bench_load(n: int, directory: Path) -> dict[str, float]:
-    store = EmbeddedStore.open(BandLayout(k=3), directory)
+    store = EmbeddedStore.open(CandidateKeys(BandLayout(k=3)), directory)
     rng = np.random.default_rng(2)
     fps = rng.integers(0, 2**63, size=n, dtype=np.uint64).tolist()
     raw = rng.bytes(16 * n)
@@ -88,7 +89,7 @@ def bench_load(n: int, directory: Path) -> dict[str, float]:
     store.close()
     snapshot = time.perf_counter() - started
     started = time.perf_counter()
-    again = EmbeddedStore.open(BandLayout(k=3), directory)
+    again = EmbeddedStore.open(CandidateKeys(BandLayout(k=3)), directory)
     opened = time.perf_counter() - started
     parts = again.nbytes()
     started = time.perf_counter()

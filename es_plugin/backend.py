@@ -149,10 +149,10 @@ class ElasticsearchBackend:
         self.stats = EsStats(stats)
         self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_NAME), self.index, self.stats)
         policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
-        self.lookups = EsLookups(self.index, self.layout, dedup.rule, dedup.passage_share, policy, self.stats)
+        self.lookups = EsLookups(self.index, dedup.keys, dedup.rule, policy, self.stats)
         self.writer = BulkWriter(self.index, policy, self.stats, refresh=True)
-        self.buffer = BulkBuffer(self.layout, dedup.rule, passage_share=dedup.passage_share,
-                                 bulk_size=es.es_bulk_size, flush_interval=es.es_flush_interval, write=self._write)
+        self.buffer = BulkBuffer(dedup.keys, dedup.rule, bulk_size=es.es_bulk_size,
+                                 flush_interval=es.es_flush_interval, write=self._write)
         self._client = client
         self._own_client = client is None
         self._fingerprinter = Fingerprinter(dedup)

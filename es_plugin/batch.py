@@ -76,9 +76,9 @@ class IndexMemory(EmbeddedStore):
     """
 
     def __init__(self, config: DedupConfig) -> None:
-        super().__init__(config.layout,
+        super().__init__(config.keys,
                          ExactFilter(error_rate=config.bloom_error_rate, initial_capacity=config.bloom_capacity),
-                         rule=config.rule, passage_share=config.passage_share)
+                         rule=config.rule)
         self.clusters: list[str] = []  # per row
 
     def cluster(self, row: int) -> str:

@@ -22,10 +22,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.judge import Features, Match, NearRule
-from scrapy_zhdedup.nearindex import NearIndex
+from scrapy_zhdedup.nearindex import CandidateKeys, NearIndex
 
 from .writer import Action
 
@@ -41,9 +40,8 @@ class PendingBatch:
     """Documents for one bulk request, indexed locally until searches can see them."""
 
     seq: int
-    layout: BandLayout
+    keys: CandidateKeys
     rule: NearRule
-    passage_share: float
     actions: list[Action] = field(default_factory=list)
     hashes: dict[str, Match] = field(default_factory=dict)
     rows: list[Match] = field(default_factory=list)
@@ -51,7 +49,7 @@ class PendingBatch:
     done: bool = False
 
     def __post_init__(self) -> None:
-        self.near = NearIndex(self.layout, self.rule, self.passage_share)
+        self.near = NearIndex(self.keys, self.rule)
 
     def add(self, digest: str, own: Match, features: Features) -> None:
         self.hashes[digest] = own
@@ -60,10 +58,10 @@ class PendingBatch:
 
 
 class BulkBuffer:
-    def __init__(self, layout: BandLayout, rule: NearRule, *, passage_share: float, bulk_size: int,
+    def __init__(self, keys: CandidateKeys, rule: NearRule, *, bulk_size: int,
                  flush_interval: float, write: Callable[[PendingBatch], Awaitable[None]]) -> None:
         """``write(batch)`` sends one sealed batch and dead-letters what fails; if it raises, writing stops."""
-        self.layout, self.rule, self.passage_share = layout, rule, passage_share
+        self.keys, self.rule = keys, rule
         self.bulk_size, self.flush_interval = bulk_size, flush_interval
         self._write = write
         self.batches: deque[PendingBatch] = deque([self._batch(0)])  # oldest kept .. open
@@ -80,7 +78,7 @@ class BulkBuffer:
         return self.batches[-1]
 
     def _batch(self, seq: int) -> PendingBatch:
-        return PendingBatch(seq, self.layout, self.rule, self.passage_share)
+        return PendingBatch(seq, self.keys, self.rule)
 
     # -- what judgements see -------------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
 """What the backend asks Elasticsearch, and the store :func:`~scrapy_zhdedup.judge.judge` sees.
 
 * :class:`EsLookups`: the realtime ``GET`` of ``_id = content hash`` (exact repeats, flushed by any
-  writer, refreshed or not) and the near search (``bool/should`` over the SimHash band keys, the
-  sketch keys and the passage keys: the keys of nearindex.py as keyword fields), each hit verified
-  on its stored sketch by the shared :class:`~scrapy_zhdedup.judge.NearRule`.
+  writer, refreshed or not) and the near search (``bool/should`` over the sketch keys, and the
+  SimHash band and passage keys when in use: the keys of nearindex.py as keyword fields), each hit
+  verified on its stored sketch by the shared :class:`~scrapy_zhdedup.judge.NearRule`.
 * :class:`EsAnswers`: the :class:`~scrapy_zhdedup.judge.Store` of one judgement: Elasticsearch's
   answers plus the batches of this process that searches cannot see yet (buffer.py); ``remember``
   hands the verdict back to the backend to enqueue.
@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.fingerprint import hamming
 from scrapy_zhdedup.judge import Features, Match, NearRule, Prepared, Verdict, closest
+from scrapy_zhdedup.nearindex import CandidateKeys
 from scrapy_zhdedup.passages import votes_needed
 from scrapy_zhdedup.sketch import estimate_many
 
@@ -49,14 +49,16 @@ def _shared(terms: list[tuple[str, str]], needed: int = 1) -> dict[str, Any]:
                      "minimum_should_match": needed}}
 
 
-def near_query(layout: BandLayout, features: Features, passage_share: float = 0.2) -> dict[str, Any]:
-    """Candidates (nearindex.py's keys): a shared SimHash band key, a shared sketch key, or enough
-    shared passages; score = number of shared keys, so the likeliest pairs come first."""
-    clauses = [_shared([(f"zhdedup.{name}", value) for name, value in layout.terms(features.fingerprint).items()]),
-               _shared([("zhdedup.mh", key) for key in sketch_terms(features.sketch_keys)])]
+def near_query(keys: CandidateKeys, features: Features) -> dict[str, Any]:
+    """Candidates (nearindex.py's keys): a shared sketch key, a shared SimHash band key (when on), or
+    enough shared passages; score = number of shared keys, so the likeliest pairs come first."""
+    clauses = [_shared([("zhdedup.mh", key) for key in sketch_terms(features.sketch_keys)])]
+    if keys.simhash_bands:
+        terms = keys.layout.terms(features.fingerprint).items()
+        clauses.append(_shared([(f"zhdedup.{name}", value) for name, value in terms]))
     if features.passages:
-        keys = [("zhdedup.passages", format(key, "08x")) for key in features.passages]
-        clauses.append(_shared(keys, votes_needed(len(keys), passage_share)))
+        passages = [("zhdedup.passages", format(key, "08x")) for key in features.passages]
+        clauses.append(_shared(passages, votes_needed(len(passages), keys.passage_share)))
     return {"bool": {"should": clauses, "minimum_should_match": 1}}
 
 
@@ -68,9 +70,8 @@ def repeat_id(content_hash: str, doc_id: str) -> str:
 @dataclass
 class EsLookups:
     index: str
-    layout: BandLayout
+    keys: CandidateKeys
     rule: NearRule
-    passage_share: float
     policy: RetryPolicy
     stats: EsStats
 
@@ -101,7 +102,7 @@ class EsLookups:
         verify here.  Later pages double, so a text without a repeat among thousands of candidates
         (common keys) needs a few rounds, not one per ``SEARCH_PAGE`` candidates."""
         answers: list[Match | None] = [None] * len(features)
-        queries = [near_query(self.layout, f, self.passage_share) for f in features]
+        queries = [near_query(self.keys, f) for f in features]
         pending = list(range(len(features)))
         offset, size = 0, SEARCH_PAGE
         while pending and offset < MAX_RESULT_WINDOW:

@@ -64,7 +64,7 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
     """
     ensure_layout(client, index, config.layout)
     writer = BulkWriter(index)
-    near = NearIndex(config.layout, config.rule, config.passage_share)
+    near = NearIndex(config.keys, config.rule)
     row_doc: list[str] = []  # per near index row: doc_id, effective cluster, content hash
     row_cluster: list[str] = []
     row_hash: list[str] = []

@@ -75,13 +75,13 @@ class Deduper:
         self.config = config or DedupConfig()
         self.fingerprinter = Fingerprinter(self.config)
         self.store = store if store is not None else EmbeddedStore(
-            self.config.layout, rule=self.config.rule, passage_share=self.config.passage_share)
+            self.config.keys, rule=self.config.rule)
 
     @classmethod
     def open(cls, config: DedupConfig, store_dir: str | Path | None) -> Deduper:
-        store = EmbeddedStore.open(config.layout, Path(store_dir) if store_dir else None,
+        store = EmbeddedStore.open(config.keys, Path(store_dir) if store_dir else None,
                                    error_rate=config.bloom_error_rate, initial_capacity=config.bloom_capacity,
-                                   rule=config.rule, passage_share=config.passage_share, config=config)
+                                   rule=config.rule, config=config)
         return cls(config, store)
 
     def check(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,

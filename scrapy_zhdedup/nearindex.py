@@ -1,10 +1,10 @@
 """Near-repeat candidates by exact key lookups, verified on the sketches: the one in-memory index.
 
-Three kinds of keys name candidates, never a pairwise scan:
+Keys name candidates, never a pairwise scan (:class:`CandidateKeys` says which):
 
-* the SimHash band keys (bandindex.py): every earlier text within ``k`` bits;
 * the MinHash band keys (sketch.py): texts whose character shingles overlap, through scattered
   edits, re-templating and length change;
+* the SimHash band keys (bandindex.py, when on): every earlier text within ``k`` bits;
 * passage keys (passages.py, when on): texts sharing enough sentence runs.
 
 A key held by more than ``MAX_POSTINGS`` documents is boilerplate (a site's footer, a stock
@@ -18,6 +18,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -39,10 +40,24 @@ class Hit(NamedTuple):
     similarity: float  # estimated overlap (what decided)
 
 
+@dataclass(frozen=True)
+class CandidateKeys:
+    """Which keys name a text's candidates: always the sketch keys; the SimHash band keys of
+    ``layout`` only when ``simhash_bands`` is on (on every benchmark set they named no repeat the
+    sketch keys missed, and on a 1M-document Elasticsearch index they were a third of the node's
+    CPU per near search); passages whenever the texts carry them (``passage_share`` of them shared).
+    The band layout is kept either way: it says how fingerprints are banded in stores and indices,
+    so the SimHash bands can be switched on later without rebuilding anything."""
+
+    layout: BandLayout
+    simhash_bands: bool = False
+    passage_share: float = 0.2
+
+
 class NearIndex:
-    def __init__(self, layout: BandLayout, rule: NearRule, passage_share: float = 0.2) -> None:
-        self.layout, self.rule, self.passage_share = layout, rule, passage_share
-        self.bands = BandIndex(layout)
+    def __init__(self, keys: CandidateKeys, rule: NearRule) -> None:
+        self.keys, self.rule = keys, rule
+        self.bands = BandIndex(keys.layout)
         self.sketch_keys = KeyTable(np.uint32)
         self.passages = KeyTable(np.uint32)
         self._values = array("H")  # SIZE per row
@@ -62,12 +77,13 @@ class NearIndex:
         return row
 
     def candidates(self, features: Features) -> list[int]:
-        """Rows named by any key: SimHash bands, sketch keys, enough shared passages."""
-        rows = set(self.bands.candidates(features.fingerprint))
-        rows.update(self.sketch_keys.get_many(features.sketch_keys, limit=MAX_POSTINGS))
+        """Rows named by any key in use: sketch keys, SimHash bands, enough shared passages."""
+        rows = set(self.sketch_keys.get_many(features.sketch_keys, limit=MAX_POSTINGS))
+        if self.keys.simhash_bands:
+            rows.update(self.bands.candidates(features.fingerprint))
         if features.passages:
             votes = Counter(self.passages.get_many(features.passages, limit=MAX_POSTINGS))
-            needed = votes_needed(len(features.passages), self.passage_share)
+            needed = votes_needed(len(features.passages), self.keys.passage_share)
             rows.update(row for row, n in votes.items() if n >= needed)
         return sorted(rows)
 
@@ -109,8 +125,7 @@ class NearIndex:
                 "passage_keys": passage_keys, "passage_rows": passage_rows}
 
     @classmethod
-    def from_arrays(cls, layout: BandLayout, rule: NearRule, passage_share: float,
-                    data: dict[str, np.ndarray]) -> NearIndex:
+    def from_arrays(cls, keys: CandidateKeys, rule: NearRule, data: dict[str, np.ndarray]) -> NearIndex:
         """Bulk build from :meth:`arrays` (one sort per table); ValueError if they do not fit together."""
         rows = len(data["fingerprints"])
         sketches = np.ascontiguousarray(data["sketches"], dtype=np.uint16)
@@ -119,8 +134,8 @@ class NearIndex:
                 or (len(data[f"{kind}_rows"]) and int(data[f"{kind}_rows"].max()) >= rows)
                 for kind in ("sketch", "passage")):
             raise ValueError("fingerprint, sketch and key arrays do not fit together")
-        index = cls(layout, rule, passage_share)
-        index.bands = BandIndex.from_fingerprints(layout, data["fingerprints"])
+        index = cls(keys, rule)
+        index.bands = BandIndex.from_fingerprints(keys.layout, data["fingerprints"])
         index.sketch_keys = KeyTable.build(data["sketch_keys"].astype(np.uint32, copy=False), data["sketch_rows"])
         index.passages = KeyTable.build(data["passage_keys"].astype(np.uint32, copy=False), data["passage_rows"])
         index._values.frombytes(sketches.view(np.uint8).data)  # from the loaded array itself: tobytes() was one more copy

@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
-from .bands import BandLayout
 from .bloom import ExactFilter
 from .config import DedupConfig
 from .errors import StoreError
 from .judge import Features, Match, NearRule, Status, Verdict, rounded
 from .keytable import KeyTable
-from .nearindex import NearIndex
+from .nearindex import CandidateKeys, NearIndex
 from .persist import atomic_write
 from .sketch import Sketch
 from .storelock import DirectoryLock
@@ -62,17 +61,16 @@ def _id_key(doc_id: str) -> int:
 class EmbeddedStore:
     """The :class:`~scrapy_zhdedup.judge.Store` in this process: compact numpy tables, saved to a directory."""
 
-    def __init__(self, layout: BandLayout, bloom: ExactFilter | None = None, directory: Path | None = None, *,
-                 rule: NearRule | None = None, passage_share: float = 0.2) -> None:
+    def __init__(self, keys: CandidateKeys, bloom: ExactFilter | None = None, directory: Path | None = None, *,
+                 rule: NearRule | None = None) -> None:
         """A memory-only store; :meth:`open` gives one persisted in a directory."""
-        self.layout = layout
+        self.keys = keys
         self.rule = rule or NearRule()
-        self.passage_share = passage_share
         self.bloom = bloom if bloom is not None else ExactFilter()
         self.directory = directory
         self.bloom_false_positives = 0
         self.compact_after_bytes = COMPACT_AFTER_BYTES
-        self._near = NearIndex(layout, self.rule, passage_share)
+        self._near = NearIndex(keys, self.rule)
         self._exact = KeyTable(np.uint64)
         self._roots = array("I")  # per row: row of the first document of its cluster
         self._row_entry = array("I")  # per row: its entry
@@ -231,7 +229,7 @@ class EmbeddedStore:
         if self._log.size == 0 and (self.directory / INDEX_FILE).exists():
             self._log.sync()
             return
-        meta = {"format": FORMAT, "rows": len(self._roots), "entries": len(self._ids), "layout": self.layout.to_dict(),
+        meta = {"format": FORMAT, "rows": len(self._roots), "entries": len(self._ids), "layout": self.keys.layout.to_dict(),
                 "bloom": {"error_rate": self.bloom.error_rate, "initial_capacity": self.bloom.initial_capacity}}
         # Views of the live arrays, not copies (a copy of the sketches alone is 120 MB at 1M documents);
         # nothing can append meanwhile: the store has one thread, and an array exporting its buffer
@@ -277,8 +275,8 @@ class EmbeddedStore:
                 self._lock = None
 
     @classmethod
-    def open(cls, layout: BandLayout, directory: Path | None, *, error_rate: float = 0.001,
-             initial_capacity: int = 100_000, rule: NearRule | None = None, passage_share: float = 0.2,
+    def open(cls, keys: CandidateKeys, directory: Path | None, *, error_rate: float = 0.001,
+             initial_capacity: int = 100_000, rule: NearRule | None = None,
              config: DedupConfig | Mapping[str, Any] | None = None, fsync_interval: float = 1.0) -> EmbeddedStore:
         """Open (locked) the store in ``directory``, creating it if needed; ``None`` gives a memory-only store.
 
@@ -287,8 +285,7 @@ class EmbeddedStore:
         damaged files) is a StoreError here, before any work is done.
         """
         bloom = ExactFilter(error_rate=error_rate, initial_capacity=initial_capacity)
-        store = cls(layout, bloom, None if directory is None else Path(directory), rule=rule,
-                    passage_share=passage_share)
+        store = cls(keys, bloom, None if directory is None else Path(directory), rule=rule)
         if store.directory is None:
             return store
         try:
@@ -383,8 +380,7 @@ class EmbeddedStore:
             raise StoreError(path, "the Bloom filter does not hold the stored texts (edited or mixed-up file)")
         row_keys = hashes[stored, :8].copy().view(">u8").ravel().astype(np.uint64)
         try:
-            self._near = NearIndex.from_arrays(self.layout, self.rule, self.passage_share,
-                                               {name: data[name] for name in _NEAR_ARRAYS})
+            self._near = NearIndex.from_arrays(self.keys, self.rule, {name: data[name] for name in _NEAR_ARRAYS})
         except ValueError as exc:
             raise StoreError(path, f"inconsistent index arrays ({exc})") from exc
         self._exact = KeyTable.build(row_keys, np.arange(rows, dtype=np.uint32))

@@ -20,8 +20,7 @@ def test_a_batch_is_sealed_by_size_before_it_is_full() -> None:
         written.append(len(batch.actions))
 
     async def run() -> None:
-        buffer = BulkBuffer(config.layout, config.rule, passage_share=config.passage_share, bulk_size=1000,
-                            flush_interval=60, write=write)
+        buffer = BulkBuffer(config.keys, config.rule, bulk_size=1000, flush_interval=60, write=write)
         buffer.start()
         for i in range(13):
             buffer.enqueue(Action("create", f"d{i}", {"text": page}))

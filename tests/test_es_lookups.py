@@ -46,13 +46,39 @@ def test_a_repeat_ranked_below_a_full_first_page_of_rejected_candidates_is_found
                        {"zhdedup": zhdedup_fields(verdict, DEDUP.layout, seen, features=features)}]
     assert not es_client.bulk(operations=operations, refresh=True)["errors"]
 
-    embedded = NearIndex(DEDUP.layout, DEDUP.rule)
+    embedded = NearIndex(DEDUP.keys, DEDUP.rule)
     for _, features in docs:
         embedded.add(features)
     hit = embedded.nearest(query)
     assert hit is not None and docs[hit.row][0] == "repeat"
 
     stats = Stats()
-    lookups = EsLookups(index, DEDUP.layout, DEDUP.rule, DEDUP.passage_share, RetryPolicy(0), EsStats(stats))
+    lookups = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(stats))
     assert drive(es_client, lookups.near([query])) == [Match("repeat", "repeat", hit.distance, hit.similarity)]
     assert stats["zhdedup/es/lookups"] == 2
+
+
+@pytest.mark.parametrize("simhash_bands", [False, True])
+def test_simhash_band_keys_name_candidates_only_when_switched_on(
+        es_client: Elasticsearch, index: str, simhash_bands: bool) -> None:
+    """A stored text reachable only through a SimHash band key (1 bit away, no sketch key in common,
+    the same sketch) is found when the bands are on and not otherwise, by Elasticsearch and by the
+    embedded index alike."""
+    config = DedupConfig(simhash_bands=simhash_bands)
+    query = Fingerprinter(config).features("国务院常务会议部署近期重点工作，推动经济运行持续好转。" * 8)
+    stored = Features(query.fingerprint ^ 1, [], query.sketch, [])
+    install(es_client, index, config.layout)
+    verdict = Verdict("near", "unique", None, None, "near", "near", stored.fingerprint)
+    fields = zhdedup_fields(verdict, config.layout, datetime(2026, 1, 1, tzinfo=timezone.utc), features=stored)
+    es_client.index(index=index, id="near", document={"zhdedup": fields}, refresh=True)
+
+    embedded = NearIndex(config.keys, config.rule)
+    embedded.add(stored)
+    hit = embedded.nearest(query)
+    lookups = EsLookups(index, config.keys, config.rule, RetryPolicy(0), EsStats(Stats()))
+    found = drive(es_client, lookups.near([query]))
+    if simhash_bands:
+        assert hit is not None and hit.distance == 1
+        assert found == [Match("near", "near", 1, hit.similarity)]
+    else:
+        assert hit is None and found == [None]

@@ -25,6 +25,7 @@ from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.fingerprint import hamming
 from scrapy_zhdedup.judge import Features
 from scrapy_zhdedup.keytable import KeyTable
+from scrapy_zhdedup.nearindex import CandidateKeys
 from scrapy_zhdedup.persist import atomic_write
 from scrapy_zhdedup.store import INDEX_FILE, EmbeddedStore
 from scrapy_zhdedup.storelog import LOG_FILE
@@ -241,7 +242,7 @@ def _features(text: str) -> Features:
 
 
 def test_store_matches_name_the_earlier_document_and_its_cluster() -> None:
-    store = EmbeddedStore(BandLayout(k=3))
+    store = EmbeddedStore(CandidateKeys(BandLayout(k=3)))
     text = ARTICLES[0].text
     a = _features(text)
     b = _features(zhtexts.edit_chars(text, 8, seed=1))
@@ -516,7 +517,7 @@ def test_the_reloaded_bloom_filter_knows_every_stored_text(saved: Path) -> None:
 
 
 def test_real_bloom_false_positive_is_counted() -> None:
-    store = EmbeddedStore(BandLayout(k=3), ExactFilter(error_rate=0.5, initial_capacity=1))
+    store = EmbeddedStore(CandidateKeys(BandLayout(k=3)), ExactFilter(error_rate=0.5, initial_capacity=1))
     for article in ARTICLES[:20]:
         store.add(article.id, content_hash(article.text), _features(article.text))
     rng = random.Random(4)

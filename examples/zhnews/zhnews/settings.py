@@ -46,7 +46,7 @@ ZHDEDUP_STORE_DIR = _env("ZHDEDUP_STORE_DIR", "")  # embedded store on disk; "" 
 ZHDEDUP_WORKERS = _env("ZHDEDUP_WORKERS", 1)  # processes that clean and fingerprint; 1 = a thread of this one
 
 # --- scrapy-zhdedup: cleaning and fingerprinting (DedupConfig) -------------------------------
-ZHDEDUP_THRESHOLD = _env("ZHDEDUP_THRESHOLD", 3)  # max Hamming distance (of 64 bits) for a near repeat
+ZHDEDUP_THRESHOLD = _env("ZHDEDUP_THRESHOLD", 3)  # SimHash distance (of 64 bits) the band keys reach
 ZHDEDUP_BANDS = _env("ZHDEDUP_BANDS", 0)  # blocks the fingerprint is cut into; 0 = threshold + 2
 ZHDEDUP_FEATURES = _env("ZHDEDUP_FEATURES", "auto")  # "auto" | "words" (jieba words, IDF) | "chars" (n-grams)
 ZHDEDUP_SHORT_TEXT_CHARS = _env("ZHDEDUP_SHORT_TEXT_CHARS", 200)  # "auto" uses chars below this length
@@ -56,6 +56,7 @@ ZHDEDUP_EXTRACTOR = _env("ZHDEDUP_EXTRACTOR", "lxml")  # main-text extraction: "
 ZHDEDUP_MAX_CHARS = _env("ZHDEDUP_MAX_CHARS", 200_000)  # longer texts are cut before fingerprinting
 ZHDEDUP_PASSAGES = _env("ZHDEDUP_PASSAGES", False)  # also find candidates through shared passages
 ZHDEDUP_PASSAGE_CHARS = _env("ZHDEDUP_PASSAGE_CHARS", 20)  # minimum length of a hashed sentence run
+ZHDEDUP_SIMHASH_BANDS = _env("ZHDEDUP_SIMHASH_BANDS", False)  # also find candidates through SimHash band keys
 ZHDEDUP_PASSAGE_SHARE = _env("ZHDEDUP_PASSAGE_SHARE", 0.2)  # share of passages an earlier text must hold
 ZHDEDUP_SIMILARITY = _env("ZHDEDUP_SIMILARITY", 0.65)  # estimated 4-gram Jaccard of a near repeat
 ZHDEDUP_CONTAINMENT = _env("ZHDEDUP_CONTAINMENT", 0.85)  # or: share of the shorter text inside the longer
