@@ -22,8 +22,10 @@ class Hit(NamedTuple):
 
 
 class BandIndex:
-    def __init__(self, layout: BandLayout) -> None:
-        self.layout = layout
+    def __init__(self, layout: BandLayout, keyed: bool = True) -> None:
+        """``keyed=False`` keeps only the fingerprints (rows and distances), no band keys: for an index
+        whose candidates come from other keys, at ~80 B and ~16 µs less per document."""
+        self.layout, self.keyed = layout, keyed
         self._fps = array("Q")
         self._table = KeyTable(self._key_dtype(layout))
 
@@ -44,11 +46,14 @@ class BandIndex:
         """Index ``fp``; returns its row number (rows are dense, in insertion order)."""
         row = len(self._fps)
         self._fps.append(fp)
-        self._table.add_many(self.layout.table_keys(fp), row)
+        if self.keyed:
+            self._table.add_many(self.layout.table_keys(fp), row)
         return row
 
     def candidates(self, fp: int) -> list[int]:
         """Rows sharing a band key with ``fp``: every row within ``k``, and a few beyond."""
+        if not self.keyed:
+            raise ValueError("this band index keeps no band keys (keyed=False)")
         return self._table.get_many(self.layout.table_keys(fp))
 
     def distances(self, rows: list[int], fp: int) -> tuple[np.ndarray, np.ndarray]:
@@ -78,11 +83,13 @@ class BandIndex:
         self._table.compact()
 
     @classmethod
-    def from_fingerprints(cls, layout: BandLayout, fps: np.ndarray) -> BandIndex:
+    def from_fingerprints(cls, layout: BandLayout, fps: np.ndarray, keyed: bool = True) -> BandIndex:
         """Bulk build with one sort, used when a saved store is loaded."""
-        index = cls(layout)
+        index = cls(layout, keyed)
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
         index._fps.frombytes(fps.view(np.uint8).data)
+        if not keyed:
+            return index
         keys = layout.table_keys_array(fps)
         rows = np.repeat(np.arange(len(fps), dtype=np.uint32), keys.shape[1])
         index._table = KeyTable.build(keys.ravel().astype(cls._key_dtype(layout)), rows)

@@ -44,10 +44,10 @@ class Hit(NamedTuple):
 class CandidateKeys:
     """Which keys name a text's candidates: always the sketch keys; the SimHash band keys of
     ``layout`` only when ``simhash_bands`` is on (on every benchmark set they named no repeat the
-    sketch keys missed, and on a 1M-document Elasticsearch index they were a third of the node's
-    CPU per near search); passages whenever the texts carry them (``passage_share`` of them shared).
-    The band layout is kept either way: it says how fingerprints are banded in stores and indices,
-    so the SimHash bands can be switched on later without rebuilding anything."""
+    sketch keys missed, and on a 1M-document Elasticsearch index they were ~30 % of the node's CPU
+    per near search); passages whenever the texts carry them (``passage_share`` of them shared).
+    Switching the bands on needs no rebuild: Elasticsearch documents always carry their band keys
+    (``layout``), and the embedded store builds its band tables from the saved fingerprints on load."""
 
     layout: BandLayout
     simhash_bands: bool = False
@@ -57,7 +57,7 @@ class CandidateKeys:
 class NearIndex:
     def __init__(self, keys: CandidateKeys, rule: NearRule) -> None:
         self.keys, self.rule = keys, rule
-        self.bands = BandIndex(keys.layout)
+        self.bands = BandIndex(keys.layout, keyed=keys.simhash_bands)
         self.sketch_keys = KeyTable(np.uint32)
         self.passages = KeyTable(np.uint32)
         self._values = array("H")  # SIZE per row
@@ -135,7 +135,7 @@ class NearIndex:
                 for kind in ("sketch", "passage")):
             raise ValueError("fingerprint, sketch and key arrays do not fit together")
         index = cls(keys, rule)
-        index.bands = BandIndex.from_fingerprints(keys.layout, data["fingerprints"])
+        index.bands = BandIndex.from_fingerprints(keys.layout, data["fingerprints"], keyed=keys.simhash_bands)
         index.sketch_keys = KeyTable.build(data["sketch_keys"].astype(np.uint32, copy=False), data["sketch_rows"])
         index.passages = KeyTable.build(data["passage_keys"].astype(np.uint32, copy=False), data["passage_rows"])
         index._values.frombytes(sketches.view(np.uint8).data)  # from the loaded array itself: tobytes() was one more copy

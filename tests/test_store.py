@@ -329,6 +329,23 @@ def test_saving_twice_and_reopening_keeps_everything(tmp_path: Path) -> None:
     assert _judge_all(run, first + second) == uninterrupted  # judged before: the stored verdicts
 
 
+def test_simhash_bands_switched_on_for_a_store_built_without_them(tmp_path: Path) -> None:
+    """Stores keep fingerprints, not band keys, when the bands are off; reopened with them on, the
+    band tables are built on load and name a text reachable through no other key."""
+    layout, fp = BandLayout(k=3), 0x9E3779B97F4A7C15
+    summary = Fingerprinter(DedupConfig()).features(ARTICLES[0].text).sketch
+    stored, query = Features(fp, [], summary, []), Features(_flip(fp, [7]), [], summary, [])
+    store = EmbeddedStore.open(CandidateKeys(layout), tmp_path)
+    store.add("a", content_hash("a"), stored)
+    assert store.find_near(query) is None
+    assert store.nbytes()["band_index"] == 8  # the fingerprint only
+    store.close()
+    store = EmbeddedStore.open(CandidateKeys(layout, simhash_bands=True), tmp_path)
+    match = store.find_near(query)
+    assert match is not None and (match.doc_id, match.distance) == ("a", 1)
+    store.close()
+
+
 def test_empty_store_round_trip(tmp_path: Path) -> None:
     Deduper.open(DedupConfig(), tmp_path).close()
     again = Deduper.open(DedupConfig(), tmp_path)
