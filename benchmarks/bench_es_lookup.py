@@ -329,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
                                "simhash_bands": args.simhash_bands, "segments": segments,
                                "load_s": seconds, "bytes_doc": stats["store"]["size_in_bytes"] / stats["docs"]["count"],
                                "load_avg_after_load": [round(x, 2) for x in os.getloadavg()]}
+        common.wait_until_quiet(client)  # merges left by loading or by the last run are not this run's cost
         row.update(asyncio.run(raw_lookups(args.url, index, dedup, queries)))
         row.update(asyncio.run(through_backend(args.url, index, dedup, items, args.concurrency,
                                                Path(f"/tmp/{index}-dead-letter.jsonl"), args.workers,

@@ -195,25 +195,6 @@ def run_datasketch(docs: Sequence[Doc]) -> int:
     return flagged
 
 
-def wait_until_quiet(client: Elasticsearch, *, share: float = 0.05, window: float = 2.0, limit: float = 20.0) -> None:
-    """Wait until the cluster uses less than ``share`` of a core for ``window`` seconds (at most ``limit``):
-    an index left by the contender before merges for seconds after it returned (~0.6 s of CPU after an
-    ``es ingest`` of the 3,000 documents), and would otherwise run during the next one's timing.  The
-    window is longer than the 1 s for which a node caches its process statistics."""
-    def cpu_ms() -> int:
-        nodes = client.nodes.stats(metric="process")["nodes"].values()
-        return sum(node["process"]["cpu"]["total_in_millis"] for node in nodes)
-
-    deadline = time.monotonic() + limit
-    before = cpu_ms()
-    while time.monotonic() < deadline:
-        time.sleep(window)
-        now = cpu_ms()
-        if now - before < share * window * 1000:
-            return
-        before = now
-
-
 def timed(n_docs: int, fn: Callable[[], Any]) -> Run:
     t0 = time.perf_counter()
     result = fn()
@@ -278,7 +259,7 @@ def run(url: str, n_docs: int, seed: int, repeat: int, workers: int) -> tuple[di
     client = Elasticsearch(url, request_timeout=120)
     try:
         common.interleaved({name: keep(name, fn) for name, fn in contenders(client, url, path, docs, workers).items()},
-                           repeat, setup=lambda: wait_until_quiet(client))
+                           repeat, setup=lambda: common.wait_until_quiet(client))
     finally:
         for index in client.indices.get(index=f"{INDEX_PREFIX}-*", ignore_unavailable=True):
             fresh_index(client, index)

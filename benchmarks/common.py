@@ -176,3 +176,23 @@ def write_results(name: str, info: Mapping[str, Any], args: Mapping[str, Any], d
     path.write_text(json.dumps(payload, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
     print(f"\nresults written to {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
     return path
+
+
+def wait_until_quiet(client: Any, *, share: float = 0.05, window: float = 2.0, limit: float = 20.0) -> None:
+    """Wait until the cluster (an ``Elasticsearch`` client's) uses less than ``share`` of a core for
+    ``window`` seconds (at most ``limit``): an index written by the run before merges for seconds after
+    it returned (~0.6 s of CPU after an ``es ingest`` of 3,000 documents), and would otherwise run
+    during the next one's timing.  The window is longer than the 1 s for which a node caches its
+    process statistics."""
+    def cpu_ms() -> int:
+        nodes = client.nodes.stats(metric="process")["nodes"].values()
+        return sum(node["process"]["cpu"]["total_in_millis"] for node in nodes)
+
+    deadline = time.monotonic() + limit
+    before = cpu_ms()
+    while time.monotonic() < deadline:
+        time.sleep(window)
+        now = cpu_ms()
+        if now - before < share * window * 1000:
+            return
+        before = now
