@@ -159,6 +159,7 @@ class ElasticsearchBackend:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zhdedup-es")
         self._processes = PreparePool(dedup, prepare_for_index, workers).__enter__() if workers > 1 else None
         self._window: LookupWindow | None = None  # made on the event loop, by the first judge()
+        self._decided: asyncio.Future[None] | None = None  # set once the last judge_many called has decided
         self._in_order = in_order
         self._bloom = ExactFilter(error_rate=dedup.bloom_error_rate, initial_capacity=dedup.bloom_capacity)
         self._started = False
@@ -241,8 +242,22 @@ class ElasticsearchBackend:
         Elasticsearch's answers plus everything buffered here, which includes the entries before it.
         A document that cannot be judged gets its exception (InvalidDocumentError, or LookupFailedError
         after it was dead-lettered) in its place.
+
+        Batches may be looked up at the same time (the pipeline's window starts one while another is in
+        flight), but they decide in the order they were called: a batch whose answers overtook an
+        earlier batch's waits for its decisions, then finds its documents in the buffer.
         """
         self._check_open()
+        earlier, decided = self._decided, asyncio.get_running_loop().create_future()
+        self._decided = decided
+        try:
+            return await self._judge_many(entries, earlier)
+        finally:
+            if not decided.done():
+                decided.set_result(None)
+
+    async def _judge_many(self, entries: Sequence[Entry], earlier: asyncio.Future[None] | None,
+                          ) -> list[Verdict | Exception]:
         client = await self._start()
         outcomes: list[Verdict | Exception | None] = [None] * len(entries)
         todo: list[tuple[int, Prepared, dict[str, Any]]] = []
@@ -283,6 +298,8 @@ class ElasticsearchBackend:
                     error.__cause__ = exc
                     outcomes[i] = error
                 return cast("list[Verdict | Exception]", outcomes)
+            if earlier is not None:
+                await asyncio.wait([earlier])  # not `await earlier`: cancelling this batch must not cancel it
             for (i, prepared, document), flushed_exact in zip(todo, exact):
                 search_words = words.get(i)
                 answers = EsAnswers(flushed_exact, near_of.get(i), self.buffer, since,

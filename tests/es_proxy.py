@@ -3,13 +3,16 @@
 Failure tests must never stop or slow the node other engineers use, so they talk to it through this
 proxy and break the proxy instead: :meth:`EsProxy.cut` drops every connection and refuses new ones
 (a node that is down), :meth:`EsProxy.pause` holds all bytes (a node that hangs: clients time out),
-:meth:`EsProxy.restore` lets traffic through again.  It runs on the test's own event loop.
+:meth:`EsProxy.restore` lets traffic through again, :meth:`EsProxy.jitter` delays each chunk by a random
+time (a loaded network: a later request's answer may overtake an earlier one's).  It runs on the test's
+own event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 from urllib.parse import urlsplit
 
 
@@ -24,6 +27,7 @@ class EsProxy:
         self.refusing = False
         self.connections = 0
         self._handlers: set[asyncio.Task[None]] = set()
+        self._delay: tuple[random.Random, float] | None = None
 
     async def start(self) -> str:
         """Listen on a free loopback port; returns the URL to give the client."""
@@ -45,6 +49,11 @@ class EsProxy:
     def restore(self) -> None:
         self.refusing = False
         self._flowing.set()
+        self._delay = None
+
+    def jitter(self, seconds: float, seed: int = 0) -> None:
+        """Hold each chunk for a random 0..``seconds`` before forwarding it (order within a connection kept)."""
+        self._delay = (random.Random(seed), seconds)
 
     async def close(self) -> None:
         """Stop listening and let every connection handler end (cancelled handlers make asyncio log noise)."""
@@ -83,6 +92,9 @@ class EsProxy:
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
                 await self._flowing.wait()
+                if self._delay is not None:
+                    rng, seconds = self._delay
+                    await asyncio.sleep(rng.uniform(0, seconds))
                 if self.refusing:
                     return
                 writer.write(data)

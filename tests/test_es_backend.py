@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from es_proxy import EsProxy
 from helpers import Stats, backend
 
 from benchmarks.corpus import normalize
@@ -197,6 +198,35 @@ async def test_pipeline_items_arriving_together_are_looked_up_together(
     # one at a time would be two requests per item; how many share a batch depends on how fast the
     # items are prepared against the lookups' round trips, so only "some did" is asserted
     assert stats["zhdedup/es/lookups"] < 2 * len(items)
+
+
+async def test_overlapping_lookup_batches_decide_in_arrival_order(es_url: str, index: str, tmp_path: Path,
+                                                                 texts: list[str]) -> None:
+    """Items arriving every few ms with a short window: several lookup batches are in flight at once,
+    and a jittery connection lets a later batch's answers overtake an earlier one's.  The verdicts are
+    still those of judging one at a time in arrival order (the embedded engine's), with flushes between."""
+    rng = random.Random(11)
+    stream = [(f"o{i}", t) for i, t in enumerate(texts[:30])]
+    stream += [(f"n{i}", near_repost(t)) for i, t in enumerate(texts[:30])]
+    stream += [(f"e{i}", exact_repost(t)) for i, t in enumerate(texts[:10])]
+    rng.shuffle(stream)
+    embedded = Deduper(DEDUP)
+    expected = [(v.status, v.dup_of, v.distance) for v in (embedded.check(i, text=t) for i, t in stream)]
+    proxy = EsProxy(es_url)
+    url = await proxy.start()
+    b = backend(url, index, tmp_path, es_batch_window=0.005, es_bulk_size=9, es_flush_interval=0.1)
+    try:
+        await b.open()
+        proxy.jitter(0.03, seed=5)
+        tasks = []
+        for doc_id, text in stream:
+            tasks.append(asyncio.create_task(judge(b, doc_id, text)))
+            await asyncio.sleep(rng.uniform(0, 0.01))
+        got = await asyncio.gather(*tasks)
+    finally:
+        await b.close()
+        await proxy.close()
+    assert got == expected
 
 
 @pytest.mark.parametrize("bulk_size", [1000, 3])
