@@ -251,13 +251,13 @@ class ElasticsearchBackend:
         earlier, decided = self._decided, asyncio.get_running_loop().create_future()
         self._decided = decided
         try:
-            return await self._judge_many(entries, earlier)
+            return await self._judge_many(entries, earlier, decided)
         finally:
             if not decided.done():
                 decided.set_result(None)
 
     async def _judge_many(self, entries: Sequence[Entry], earlier: asyncio.Future[None] | None,
-                          ) -> list[Verdict | Exception]:
+                          decided: asyncio.Future[None]) -> list[Verdict | Exception]:
         client = await self._start()
         outcomes: list[Verdict | Exception | None] = [None] * len(entries)
         todo: list[tuple[int, Prepared, dict[str, Any]]] = []
@@ -305,6 +305,7 @@ class ElasticsearchBackend:
                 answers = EsAnswers(flushed_exact, near_of.get(i), self.buffer, since,
                                     functools.partial(self._enqueue_verdict, document=document, words=search_words))
                 outcomes[i] = judge(prepared, answers)  # synchronous: nothing interleaves between decision and enqueue
+        decided.set_result(None)  # the next batch may decide while this one waits for the writer
         await self.buffer.backpressure()
         return cast("list[Verdict | Exception]", outcomes)
 
