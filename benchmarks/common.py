@@ -19,7 +19,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from elasticsearch import Elasticsearch
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 CACHE_DIR = Path(os.environ.get("ZHDEDUP_BENCH_CACHE", "/tmp/zhdedup-bench"))
@@ -178,8 +181,8 @@ def write_results(name: str, info: Mapping[str, Any], args: Mapping[str, Any], d
     return path
 
 
-def wait_until_quiet(client: Any, *, share: float = 0.05, window: float = 2.0, limit: float = 20.0) -> None:
-    """Wait until the cluster (an ``Elasticsearch`` client's) uses less than ``share`` of a core for
+def wait_until_quiet(client: Elasticsearch, *, share: float = 0.05, window: float = 2.0, limit: float = 20.0) -> None:
+    """Wait until the cluster uses less than ``share`` of a core for
     ``window`` seconds (at most ``limit``): an index written by the run before merges for seconds after
     it returned (~0.6 s of CPU after an ``es ingest`` of 3,000 documents), and would otherwise run
     during the next one's timing.  The window is longer than the 1 s for which a node caches its
