@@ -123,6 +123,15 @@ def _require_asyncio_reactor() -> None:
         )
 
 
+def hand_on(earlier: asyncio.Future[None] | None, decided: asyncio.Future[None]) -> None:
+    """Mark a batch that decided nothing as decided once the batch before it has: the turn passes
+    in call order, so the next batch cannot decide before an earlier one still in flight."""
+    if earlier is None or earlier.done():
+        decided.set_result(None)
+    else:
+        earlier.add_done_callback(lambda _: hand_on(None, decided) if not decided.done() else None)
+
+
 class ElasticsearchBackend:
     """The :class:`~scrapy_zhdedup.backends.Backend` on a shared Elasticsearch index."""
 
@@ -253,8 +262,8 @@ class ElasticsearchBackend:
         try:
             return await self._judge_many(entries, earlier, decided)
         finally:
-            if not decided.done():
-                decided.set_result(None)
+            if not decided.done():  # lookups failed, or cancelled: nothing decided here
+                hand_on(earlier, decided)
 
     async def _judge_many(self, entries: Sequence[Entry], earlier: asyncio.Future[None] | None,
                           decided: asyncio.Future[None]) -> list[Verdict | Exception]:

@@ -17,7 +17,7 @@ from helpers import Stats, backend
 
 from benchmarks.corpus import normalize
 from benchmarks.reposts import add_header_footer, combo, edit_chars
-from es_plugin.backend import ElasticsearchBackend
+from es_plugin.backend import ElasticsearchBackend, hand_on
 from es_plugin.chinese import SearchText, segment
 from es_plugin.lookups import repeat_id
 from scrapy_zhdedup.config import DedupConfig
@@ -227,6 +227,22 @@ async def test_overlapping_lookup_batches_decide_in_arrival_order(es_url: str, i
         await b.close()
         await proxy.close()
     assert got == expected
+
+
+async def test_a_batch_that_decided_nothing_hands_the_turn_on_after_the_one_before() -> None:
+    """A batch whose lookups failed (or that was cancelled) decides nothing, but the batch after it must
+    still wait for every earlier batch still in flight, not just for it."""
+    loop = asyncio.get_running_loop()
+    in_flight, failed = loop.create_future(), loop.create_future()
+    hand_on(in_flight, failed)
+    await asyncio.sleep(0)
+    assert not failed.done()
+    in_flight.set_result(None)
+    await asyncio.sleep(0)
+    assert failed.done()
+    first = loop.create_future()
+    hand_on(None, first)
+    assert first.done()
 
 
 @pytest.mark.parametrize("bulk_size", [1000, 3])
