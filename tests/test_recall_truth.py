@@ -6,8 +6,10 @@ import itertools
 import random
 
 from benchmarks import truth
+from benchmarks.bench_cross_links import cause
 from benchmarks.bench_recall import pairwise
 from benchmarks.corpus import shingle_hashes
+from scrapy_zhdedup.judge import NearRule
 from tests import zhtexts
 
 
@@ -35,3 +37,15 @@ def test_pairwise_scores() -> None:
     p, r, f1 = pairwise([0, 0, 2, 2], ["g", "g", "g", "h"])
     assert (p, r) == (0.5, 1 / 3)
     assert abs(f1 - 0.4) < 1e-9
+
+
+def test_cross_links_are_put_under_their_cause() -> None:
+    text = zhtexts.articles(1)[0].text[:300]
+    rule = NearRule()
+    spaced = text.replace("，", " , ").replace("。", " . ")  # the truth's 5-grams see the marks, ours do not
+    assert cause(text, spaced, rule)[0] == "punctuation"
+    edited = "".join("某" if i % 25 == 10 else c for i, c in enumerate(text))  # ~4/25 of our shingles, ~5/25 of the truth's
+    why, exact = cause(text, edited, rule)
+    assert why == "rule" and exact >= rule.similarity
+    other = zhtexts.articles(2)[1].text[:300]
+    assert cause(text, other, rule)[0] == "estimate"

@@ -1,0 +1,112 @@
+"""Where natural precision goes: the links of ``zhdedup scan`` that join two different true groups.
+
+    python -m benchmarks.bench_cross_links [--corpus inews pd1998 reviews clauses]
+
+``bench_recall`` scores its natural sets against an exact join on character 5-grams with the
+punctuation kept (Jaccard ≥ 0.7, or containment ≥ 0.9). The engine decides on estimated overlaps of
+character 4-grams without punctuation (``NearRule``: Jaccard ≥ 0.65, or containment ≥ 0.85). Every
+``dup_of`` link between documents of two different true groups costs precision. Each such link is
+put under the first of three causes that fits it, from exact overlaps of the two texts:
+
+- **punctuation**: the truth's own rule accepts the pair once punctuation is ignored (5-grams of the
+  word characters, as the sketch shingles them): quote width, spaced punctuation, changed marks;
+- **rule**: the engine's rule accepts the pair on its exact shingle overlap: a pair the rule is meant to
+  accept (an edited or partly contained copy) and the truth's stricter line does not;
+- **estimate**: only the sketch's estimate passed the rule (the exact overlap does not).
+
+Judges each natural set with ``Deduper`` defaults in order, as ``bench_recall`` does; writes
+``benchmarks/results/cross_links.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from benchmarks import bench_recall, common, recall_sets, sources, truth
+from benchmarks.corpus import SHINGLE as TRUTH_SHINGLE
+from scrapy_zhdedup import DedupConfig, Deduper
+from scrapy_zhdedup.errors import EmptyTextError
+from scrapy_zhdedup.judge import NearRule
+from scrapy_zhdedup.sketch import SHINGLE, shingle_hashes
+
+CAUSES = ("punctuation", "rule", "estimate")
+
+
+def overlap(a: str, b: str, n: int) -> tuple[float, float, int]:
+    """Exact (Jaccard, containment of the smaller, its shingles) on ``n``-grams of word characters."""
+    x, y = shingle_hashes(a, n), shingle_hashes(b, n)
+    jaccard, containment = truth.overlap(x, y)
+    return jaccard, containment, min(x.size, y.size)
+
+
+def cause(a: str, b: str, rule: NearRule) -> tuple[str, float]:
+    """Why a link between ``a`` and ``b`` was made (:data:`CAUSES`), and their exact overlap on the
+    engine's shingles (the larger of Jaccard and, for a long enough smaller text, containment)."""
+    jaccard, containment, smaller = overlap(a, b, SHINGLE)
+    exact = max(jaccard, containment if smaller >= rule.min_contained else 0.0)
+    if truth.is_duplicate(*overlap(a, b, TRUTH_SHINGLE)):
+        return "punctuation", exact
+    if jaccard >= rule.similarity or (containment >= rule.containment and smaller >= rule.min_contained):
+        return "rule", exact
+    return "estimate", exact
+
+
+def cross_links(docs: Sequence[recall_sets.Doc], config: DedupConfig) -> dict[str, Any]:
+    deduper = Deduper(config)
+    row = {d.id: i for i, d in enumerate(docs)}
+    links = 0
+    causes: Counter[str] = Counter()
+    exact: dict[str, list[float]] = {c: [] for c in CAUSES}
+    for doc in docs:
+        try:
+            target = deduper.check(doc.id, text=doc.text).dup_of
+        except EmptyTextError:
+            continue
+        if target is None:
+            continue
+        links += 1
+        other = docs[row[target]]
+        if other.group != doc.group:
+            why, value = cause(doc.text, other.text, config.rule)
+            causes[why] += 1
+            exact[why].append(value)
+    return {"documents": len(docs), "links": links, "cross_group": sum(causes.values()),
+            "causes": {c: causes[c] for c in CAUSES},
+            "median_exact_overlap": {c: statistics.median(v) if v else None for c, v in exact.items()}}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_cross_links", description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", nargs="+", default=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA],
+                        choices=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA])
+    parser.add_argument("--seed", type=int, default=recall_sets.SEED)
+    args = parser.parse_args(argv)
+    info = common.start("Links between different true groups on the natural sets (zhdedup scan defaults)")
+    config = DedupConfig()
+    results: dict[str, Any] = {}
+    rows = []
+    for corpus in args.corpus:
+        docs, _ = bench_recall.build_sets(corpus, 600, 60, args.seed)["natural"]
+        r = results[corpus] = cross_links(docs, config)
+        medians = r["median_exact_overlap"]
+        rows.append([corpus, r["documents"], r["links"], r["cross_group"],
+                     *(f"{r['causes'][c]} ({_fmt(medians[c])})" for c in CAUSES)])
+        print(f"  {corpus}: {r['cross_group']} of {r['links']} links join two true groups", flush=True)
+    printed = common.table(["corpus", "documents", "links", "across true groups",
+                            *(f"{c} (median exact overlap)" for c in CAUSES)], rows)
+    print("\n" + printed)
+    common.write_results("cross_links", info, vars(args), results, [printed])
+    return 0
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
