@@ -32,7 +32,7 @@ from benchmarks.corpus import SHINGLE as TRUTH_SHINGLE
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.errors import EmptyTextError
 from scrapy_zhdedup.judge import NearRule
-from scrapy_zhdedup.sketch import SHINGLE, shingle_hashes
+from scrapy_zhdedup.sketch import SHINGLE, Overlap, shingle_hashes
 
 CAUSES = ("punctuation", "rule", "estimate")
 
@@ -51,7 +51,7 @@ def cause(a: str, b: str, rule: NearRule) -> tuple[str, float]:
     exact = max(jaccard, containment if smaller >= rule.min_contained else 0.0)
     if truth.is_duplicate(*overlap(a, b, TRUTH_SHINGLE)):
         return "punctuation", exact
-    if jaccard >= rule.similarity or (containment >= rule.containment and smaller >= rule.min_contained):
+    if rule.score(Overlap(jaccard, containment, smaller)) is not None:
         return "rule", exact
     return "estimate", exact
 
