@@ -14,8 +14,10 @@ put under the first of three causes that fits it, from exact overlaps of the two
   accept (an edited or partly contained copy) and the truth's stricter line does not;
 - **estimate**: only the sketch's estimate passed the rule (the exact overlap does not).
 
-Judges each natural set with ``Deduper`` defaults in order, as ``bench_recall`` does; writes
-``benchmarks/results/cross_links.json``.
+Judges each natural set with ``Deduper`` defaults in order, as ``bench_recall`` does, then once more
+with every candidate verified on the exact overlap of the two texts' shingles instead of the sketches'
+estimates (:class:`ExactOverlaps`: what a perfect sketch would decide, with the same candidates and
+rule), and gives the pairwise P/R/F1 of both; writes ``benchmarks/results/cross_links.json``.
 """
 
 from __future__ import annotations
@@ -24,15 +26,21 @@ import argparse
 import statistics
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
+from unittest import mock
+
+import numpy as np
 
 from benchmarks import bench_recall, common, recall_sets, sources, truth
 from benchmarks.corpus import SHINGLE as TRUTH_SHINGLE
-from scrapy_zhdedup import DedupConfig, Deduper
+from scrapy_zhdedup import DedupConfig, Deduper, engine
 from scrapy_zhdedup.errors import EmptyTextError
-from scrapy_zhdedup.judge import NearRule
-from scrapy_zhdedup.sketch import SHINGLE, Overlap, shingle_hashes
+from scrapy_zhdedup.fingerprint import hamming
+from scrapy_zhdedup.judge import Features, NearRule
+from scrapy_zhdedup.nearindex import Hit, NearIndex
+from scrapy_zhdedup.sketch import SHINGLE, SIZE, Overlap, Sketch, shingle_hashes
 
 CAUSES = ("punctuation", "rule", "estimate")
 
@@ -56,28 +64,81 @@ def cause(a: str, b: str, rule: NearRule) -> tuple[str, float]:
     return "estimate", exact
 
 
-def cross_links(docs: Sequence[recall_sets.Doc], config: DedupConfig) -> dict[str, Any]:
+class ExactOverlaps:
+    """Verification on exact overlaps: while :meth:`patched` is active, ``NearIndex.verify`` gives the
+    rule each candidate's exact shingle Jaccard and containment, from every text's shingles kept here
+    by the sketch they were sketched into, when both texts have at most ``up_to`` shingles (others are
+    estimated as before).  Candidates, rule and choice stay the engine's."""
+
+    def __init__(self, up_to: int | None = None) -> None:
+        self.up_to = up_to
+        self.shingles: dict[tuple[bytes, int], frozenset[int]] = {}
+
+    @contextmanager
+    def patched(self) -> Iterator[None]:
+        sketch, estimated, table, up_to = engine.sketch, NearIndex.verify, self.shingles, self.up_to
+
+        def recording(text: str) -> Sketch:
+            s = sketch(text)
+            table[s.values.tobytes(), s.shingles] = frozenset(shingle_hashes(text).tolist())
+            return s
+
+        def verify(index: NearIndex, features: Features, rows: list[int]) -> list[Hit]:
+            mine = table[features.sketch.values.tobytes(), features.sketch.shingles]
+            if up_to is not None:
+                if len(mine) > up_to:
+                    return estimated(index, features, rows)
+                hits = estimated(index, features, [r for r in rows if index._shingles[r] > up_to])
+                rows = [r for r in rows if index._shingles[r] <= up_to]
+            else:
+                hits = []
+            values = np.frombuffer(index._values, dtype=np.uint16).reshape(-1, SIZE)
+            for row in rows:
+                theirs = table[values[row].tobytes(), index._shingles[row]]
+                shared, smaller = len(mine & theirs), min(len(mine), len(theirs))
+                score = index.rule.score(Overlap(shared / len(mine | theirs), shared / smaller, smaller))
+                if score is not None:
+                    hits.append(Hit(row, hamming(index.bands.fingerprint(row), features.fingerprint), score))
+            return hits
+
+        with mock.patch.object(engine, "sketch", recording), mock.patch.object(NearIndex, "verify", verify):
+            yield
+
+
+def judged(docs: Sequence[recall_sets.Doc], config: DedupConfig) -> list[str | None]:
+    """Each document's ``dup_of`` (None when unique or when it has no text), judged in order."""
     deduper = Deduper(config)
-    row = {d.id: i for i, d in enumerate(docs)}
-    links = 0
-    causes: Counter[str] = Counter()
-    exact: dict[str, list[float]] = {c: [] for c in CAUSES}
+    links: list[str | None] = []
     for doc in docs:
         try:
-            target = deduper.check(doc.id, text=doc.text).dup_of
+            links.append(deduper.check(doc.id, text=doc.text).dup_of)
         except EmptyTextError:
-            continue
-        if target is None:
-            continue
-        links += 1
-        other = docs[row[target]]
-        if other.group != doc.group:
+            links.append(None)
+    return links
+
+
+def scores(docs: Sequence[recall_sets.Doc], links: Sequence[str | None]) -> dict[str, float]:
+    p, r, f1 = bench_recall.pairwise(bench_recall.predicted_clusters(docs, links), [d.group for d in docs])
+    return {"precision": p, "recall": r, "f1": f1}
+
+
+def cross_links(docs: Sequence[recall_sets.Doc], config: DedupConfig, exact_up_to: int | None = None) -> dict[str, Any]:
+    links = judged(docs, config)
+    with ExactOverlaps(exact_up_to).patched():
+        exact_links = judged(docs, config)
+    row = {d.id: i for i, d in enumerate(docs)}
+    causes: Counter[str] = Counter()
+    exact: dict[str, list[float]] = {c: [] for c in CAUSES}
+    for doc, target in zip(docs, links):
+        other = None if target is None else docs[row[target]]
+        if other is not None and other.group != doc.group:
             why, value = cause(doc.text, other.text, config.rule)
             causes[why] += 1
             exact[why].append(value)
-    return {"documents": len(docs), "links": links, "cross_group": sum(causes.values()),
+    return {"documents": len(docs), "links": sum(t is not None for t in links), "cross_group": sum(causes.values()),
             "causes": {c: causes[c] for c in CAUSES},
-            "median_exact_overlap": {c: statistics.median(v) if v else None for c, v in exact.items()}}
+            "median_exact_overlap": {c: statistics.median(v) if v else None for c, v in exact.items()},
+            "scores": scores(docs, links), "scores_on_exact_overlaps": scores(docs, exact_links)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus", nargs="+", default=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA],
                         choices=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA])
     parser.add_argument("--seed", type=int, default=recall_sets.SEED)
+    parser.add_argument("--exact-up-to", type=int, metavar="SHINGLES",
+                        help="verify on exact overlaps only when both texts have at most this many shingles")
     args = parser.parse_args(argv)
     info = common.start("Links between different true groups on the natural sets (zhdedup scan defaults)")
     config = DedupConfig()
@@ -92,20 +155,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     for corpus in args.corpus:
         docs, _ = bench_recall.build_sets(corpus, 600, 60, args.seed)["natural"]
-        r = results[corpus] = cross_links(docs, config)
+        r = results[corpus] = cross_links(docs, config, args.exact_up_to)
         medians = r["median_exact_overlap"]
         rows.append([corpus, r["documents"], r["links"], r["cross_group"],
-                     *(f"{r['causes'][c]} ({_fmt(medians[c])})" for c in CAUSES)])
+                     *(f"{r['causes'][c]} ({_fmt(medians[c])})" for c in CAUSES),
+                     *(_prf(r[k]) for k in ("scores", "scores_on_exact_overlaps"))])
         print(f"  {corpus}: {r['cross_group']} of {r['links']} links join two true groups", flush=True)
+    within = "" if args.exact_up_to is None else f" (both texts ≤ {args.exact_up_to} shingles)"
     printed = common.table(["corpus", "documents", "links", "across true groups",
-                            *(f"{c} (median exact overlap)" for c in CAUSES)], rows)
+                            *(f"{c} (median exact overlap)" for c in CAUSES),
+                            "P / R / F1", f"P / R / F1 on exact overlaps{within}"], rows)
     print("\n" + printed)
-    common.write_results("cross_links", info, vars(args), results, [printed])
+    name = "cross_links" if args.exact_up_to is None else f"cross_links-exact{args.exact_up_to}"
+    common.write_results(name, info, vars(args), results, [printed])
     return 0
 
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def _prf(s: dict[str, float]) -> str:
+    return f"{s['precision']:.3f} / {s['recall']:.3f} / {s['f1']:.3f}"
 
 
 if __name__ == "__main__":

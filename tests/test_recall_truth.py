@@ -6,10 +6,12 @@ import itertools
 import random
 
 from benchmarks import truth
-from benchmarks.bench_cross_links import cause
+from benchmarks.bench_cross_links import ExactOverlaps, cause, overlap
 from benchmarks.bench_recall import pairwise
 from benchmarks.corpus import shingle_hashes
-from scrapy_zhdedup.judge import NearRule
+from scrapy_zhdedup import Deduper
+from scrapy_zhdedup.judge import NearRule, rounded
+from scrapy_zhdedup.sketch import SHINGLE
 from tests import zhtexts
 
 
@@ -49,3 +51,15 @@ def test_cross_links_are_put_under_their_cause() -> None:
     assert why == "rule" and exact >= rule.similarity
     other = zhtexts.articles(2)[1].text[:300]
     assert cause(text, other, rule)[0] == "estimate"
+
+
+def test_exact_overlaps_decide_on_the_texts_shingles() -> None:
+    text = zhtexts.articles(1)[0].text[:300]
+    copy = "".join("某" if i % 40 == 7 else c for i, c in enumerate(text)) + "(来源:某某网)"
+    jaccard, containment, _ = overlap(text, copy, SHINGLE)
+    with ExactOverlaps().patched():
+        deduper = Deduper()
+        deduper.check("a", text=text)
+        verdict = deduper.check("b", text=copy)
+    assert verdict.dup_of == "a"
+    assert verdict.similarity == rounded(max(jaccard, containment))
