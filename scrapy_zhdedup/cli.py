@@ -26,6 +26,8 @@ from .judge import Prepared, judge
 from .output import AtomicOutput, refuse_overwriting_inputs
 from .workers import Job, PreparePool, add_workers_option, prepare_job
 
+logger = logging.getLogger(__name__)
+
 
 class _Bar(tqdm):
     """Without tqdm's monitor thread (it only corrects bars updated in large steps): a second thread
@@ -85,7 +87,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
                         bad = BadRecordError(line.path, line.line, f"{what} ({prepared})")
                         if args.strict:
                             raise bad from None
-                        logging.warning("skipped %s", bad)
+                        logger.warning("skipped %s", bad)
                         errors.append(bad)
                         continue
                     verdict = judge(prepared, deduper.store)
@@ -97,7 +99,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         finally:
             deduper.close()
     if deduper.store.bloom_false_positives:
-        logging.info("zhdedup scan: the Bloom filter said 'seen' for %d new texts (false positives)",
+        logger.info("zhdedup scan: the Bloom filter said 'seen' for %d new texts (false positives)",
                      deduper.store.bloom_false_positives)
     elapsed = time.perf_counter() - started
     judged = counts["unique"] + counts["exact"] + counts["near"]
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (ZhDedupError, OSError) as exc:  # anything else is a bug: its traceback is shown
         if args.verbose:
-            logging.exception("zhdedup: error")
+            logger.exception("zhdedup: error")
         print(f"zhdedup: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
