@@ -16,7 +16,7 @@ put under the first of three causes that fits it, from exact overlaps of the two
 
 Judges each natural set with ``Deduper`` defaults in order, as ``bench_recall`` does, then once more
 with every candidate verified on the exact overlap of the two texts' shingles instead of the sketches'
-estimates (:class:`ExactOverlaps`: what a perfect sketch would decide, with the same candidates and
+estimates (:class:`~benchmarks.exact_overlaps.ExactOverlaps`: what a perfect sketch would decide, with the same candidates and
 rule), and gives the pairwise P/R/F1 of both; writes ``benchmarks/results/cross_links.json``.
 """
 
@@ -26,21 +26,16 @@ import argparse
 import statistics
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
-from unittest import mock
-
-import numpy as np
 
 from benchmarks import bench_recall, common, recall_sets, sources, truth
 from benchmarks.corpus import SHINGLE as TRUTH_SHINGLE
-from scrapy_zhdedup import DedupConfig, Deduper, engine
+from benchmarks.exact_overlaps import ExactOverlaps
+from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.errors import EmptyTextError
-from scrapy_zhdedup.fingerprint import hamming
-from scrapy_zhdedup.judge import Features, NearRule
-from scrapy_zhdedup.nearindex import Hit, NearIndex
-from scrapy_zhdedup.sketch import SHINGLE, SIZE, Overlap, Sketch, shingle_hashes
+from scrapy_zhdedup.judge import NearRule
+from scrapy_zhdedup.sketch import SHINGLE, Overlap, shingle_hashes
 
 CAUSES = ("punctuation", "rule", "estimate")
 
@@ -62,47 +57,6 @@ def cause(a: str, b: str, rule: NearRule) -> tuple[str, float]:
     if rule.score(Overlap(jaccard, containment, smaller)) is not None:
         return "rule", exact
     return "estimate", exact
-
-
-class ExactOverlaps:
-    """Verification on exact overlaps: while :meth:`patched` is active, ``NearIndex.verify`` gives the
-    rule each candidate's exact shingle Jaccard and containment, from every text's shingles kept here
-    by the sketch they were sketched into, when both texts have at most ``up_to`` shingles (others are
-    estimated as before).  Candidates, rule and choice stay the engine's."""
-
-    def __init__(self, up_to: int | None = None) -> None:
-        self.up_to = up_to
-        self.shingles: dict[tuple[bytes, int], frozenset[int]] = {}
-
-    @contextmanager
-    def patched(self) -> Iterator[None]:
-        sketch, estimated, table, up_to = engine.sketch, NearIndex.verify, self.shingles, self.up_to
-
-        def recording(text: str) -> Sketch:
-            s = sketch(text)
-            table[s.values.tobytes(), s.shingles] = frozenset(shingle_hashes(text).tolist())
-            return s
-
-        def verify(index: NearIndex, features: Features, rows: list[int]) -> list[Hit]:
-            mine = table[features.sketch.values.tobytes(), features.sketch.shingles]
-            if up_to is not None:
-                if len(mine) > up_to:
-                    return estimated(index, features, rows)
-                hits = estimated(index, features, [r for r in rows if index._shingles[r] > up_to])
-                rows = [r for r in rows if index._shingles[r] <= up_to]
-            else:
-                hits = []
-            values = np.frombuffer(index._values, dtype=np.uint16).reshape(-1, SIZE)
-            for row in rows:
-                theirs = table[values[row].tobytes(), index._shingles[row]]
-                shared, smaller = len(mine & theirs), min(len(mine), len(theirs))
-                score = index.rule.score(Overlap(shared / len(mine | theirs), shared / smaller, smaller))
-                if score is not None:
-                    hits.append(Hit(row, hamming(index.bands.fingerprint(row), features.fingerprint), score))
-            return hits
-
-        with mock.patch.object(engine, "sketch", recording), mock.patch.object(NearIndex, "verify", verify):
-            yield
 
 
 def judged(docs: Sequence[recall_sets.Doc], config: DedupConfig) -> list[str | None]:

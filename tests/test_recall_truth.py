@@ -6,9 +6,10 @@ import itertools
 import random
 
 from benchmarks import truth
-from benchmarks.bench_cross_links import ExactOverlaps, cause, overlap
+from benchmarks.bench_cross_links import cause, overlap
 from benchmarks.bench_recall import pairwise
 from benchmarks.corpus import shingle_hashes
+from benchmarks.exact_overlaps import ExactOverlaps
 from scrapy_zhdedup import Deduper
 from scrapy_zhdedup.judge import NearRule, rounded
 from scrapy_zhdedup.sketch import SHINGLE
