@@ -83,17 +83,18 @@ class HostLines:
 
 class Ours:
     """The engine as ``zhdedup scan`` runs it (embedded store, in order); keeps the store's bytes per
-    indexed document by part, as ``EmbeddedStore.nbytes`` counts them.  ``exact``: verified on exact
-    overlaps instead of the sketches (an upper bound, see exact_overlaps.py)."""
+    indexed document by part, as ``EmbeddedStore.nbytes`` counts them.  ``overlaps``: a fresh
+    :class:`ExactOverlaps` per run verifies instead of the sketches (exact_overlaps.py)."""
 
-    def __init__(self, config: DedupConfig | None = None, host_lines: bool = False, exact: bool = False) -> None:
-        self.config, self.host_lines, self.exact = config or DedupConfig(), host_lines, exact
+    def __init__(self, config: DedupConfig | None = None, host_lines: bool = False,
+                 overlaps: Callable[[], ExactOverlaps] | None = None) -> None:
+        self.config, self.host_lines, self.overlaps = config or DedupConfig(), host_lines, overlaps
         self.bytes_per_doc: dict[str, float] = {}
 
     def __call__(self, docs: Sequence[Doc]) -> Iterator[str | None]:
         deduper = Deduper(self.config)
         host_lines = HostLines() if self.host_lines else None
-        with ExactOverlaps().patched() if self.exact else contextlib.nullcontext():
+        with self.overlaps().patched() if self.overlaps else contextlib.nullcontext():
             for doc in docs:
                 try:
                     verdict = deduper.check(doc.id, text=host_lines(doc) if host_lines else doc.text)
@@ -115,8 +116,8 @@ def methods() -> dict[str, Judge]:
         "ours, similarity 0.75": Ours(DedupConfig(similarity=0.75)),
         "ours + per-host repeated lines removed": Ours(host_lines=True),
         "ours, similarity 0.68, containment 0.90": Ours(STRICTER),
-        "ours on exact overlaps (no sketch error)": Ours(exact=True),
-        "ours on exact overlaps, 0.68 / 0.90": Ours(STRICTER, exact=True),
+        "ours on exact overlaps (no sketch error)": Ours(overlaps=ExactOverlaps),
+        "ours on exact overlaps, 0.68 / 0.90": Ours(STRICTER, overlaps=ExactOverlaps),
         "simhash: jieba words, SimhashIndex(k=3)": on_records(simhash_jieba),
         "datasketch: 3-gram MinHashLSH(0.5)": on_records(minhash_lsh(3, 0.5)),
         "datasketch: 3-gram MinHashLSH(0.7)": on_records(minhash_lsh(3, 0.7)),

@@ -1,13 +1,15 @@
-"""The engine with its sketch replaced by exact overlaps: what a perfect sketch would decide.
+"""The engine with its sketch's estimates replaced: by exact overlaps, or by another sketch's.
 
 The 64-bin sketch estimates each candidate's shingle Jaccard and containment; its error moves
 verdicts near the rule's line both ways.  :class:`ExactOverlaps` measures how much by giving the rule
-the exact values instead, in a benchmark process only (it keeps every text's shingles).
+other values for the same candidates: the exact ones (what a perfect sketch would decide), or those a
+sketch of another size would estimate (:class:`SimulatedSketch`), in a benchmark process only (it
+keeps every text's shingles).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from unittest import mock
 
@@ -17,22 +19,60 @@ from scrapy_zhdedup import engine
 from scrapy_zhdedup.fingerprint import hamming
 from scrapy_zhdedup.judge import Features
 from scrapy_zhdedup.nearindex import Hit, NearIndex
-from scrapy_zhdedup.sketch import SIZE, Overlap, Sketch, shingle_hashes
+from scrapy_zhdedup.sketch import EMPTY, SIZE, Overlap, Sketch, estimate_many, shingle_hashes
+
+Shingles = frozenset[int]
+OverlapOf = Callable[[Shingles, Shingles], Overlap]
+
+
+def exact(a: Shingles, b: Shingles) -> Overlap:
+    """Jaccard and containment of the smaller set, counted."""
+    shared, smaller = len(a & b), min(len(a), len(b))
+    return Overlap(shared / len(a | b), shared / smaller, smaller)
+
+
+class SimulatedSketch:
+    """What a one-permutation MinHash of ``bins`` bins of ``bits`` bits (the engine's construction and
+    estimator, sketch.py) would estimate; 64 x 16 is the engine's own sketch."""
+
+    def __init__(self, bins: int, bits: int) -> None:
+        if bins & (bins - 1) or not 1 <= bits <= 16:
+            raise ValueError(f"bins must be a power of two and bits 1..16, not {bins} x {bits}")
+        self.bins, self.bits = bins, bits
+        self._values: dict[Shingles, np.ndarray] = {}
+
+    def values(self, shingles: Shingles) -> np.ndarray:
+        """Per bin, the top ``bits`` bits of its smallest hash's offset in the bin; EMPTY where none fell."""
+        found = self._values.get(shingles)
+        if found is None:
+            h = np.array(sorted(shingles), dtype=np.uint64)
+            bin_bits = 32 - (self.bins.bit_length() - 1)
+            bins = (h >> np.uint64(bin_bits)).astype(np.int64)
+            first = np.ones(len(h), dtype=bool)
+            first[1:] = bins[1:] != bins[:-1]
+            offsets = (h[first] & np.uint64((1 << bin_bits) - 1)) >> np.uint64(max(0, bin_bits - self.bits))
+            found = np.full(self.bins, EMPTY, dtype=np.uint16)
+            found[bins[first]] = np.minimum(offsets, (1 << self.bits) - 2)
+            self._values[shingles] = found
+        return found
+
+    def __call__(self, a: Shingles, b: Shingles) -> Overlap:
+        return estimate_many(Sketch(self.values(a), len(a)), self.values(b)[None, :], np.array([len(b)]))[0]
 
 
 class ExactOverlaps:
-    """Verification on exact overlaps: while :meth:`patched` is active, ``NearIndex.verify`` gives the
-    rule each candidate's exact shingle Jaccard and containment, from every text's shingles kept here
-    by the sketch they were sketched into, when both texts have at most ``up_to`` shingles (others are
-    estimated as before).  Candidates, rule and choice stay the engine's."""
+    """While :meth:`patched` is active, ``NearIndex.verify`` gives the rule ``overlap`` of each
+    candidate's shingles and the text's (by default the exact values), from every text's shingles kept
+    here by the sketch they were sketched into, when both texts have at most ``up_to`` shingles (others
+    are estimated as before).  Candidates, rule and choice stay the engine's."""
 
-    def __init__(self, up_to: int | None = None) -> None:
-        self.up_to = up_to
-        self.shingles: dict[tuple[bytes, int], frozenset[int]] = {}
+    def __init__(self, up_to: int | None = None, overlap: OverlapOf = exact) -> None:
+        self.up_to, self.overlap = up_to, overlap
+        self.shingles: dict[tuple[bytes, int], Shingles] = {}
 
     @contextmanager
     def patched(self) -> Iterator[None]:
-        sketch, estimated, table, up_to = engine.sketch, NearIndex.verify, self.shingles, self.up_to
+        sketch, estimated, table, up_to, overlap = engine.sketch, NearIndex.verify, self.shingles, self.up_to, self.overlap
 
         def recording(text: str) -> Sketch:
             s = sketch(text)
@@ -50,9 +90,7 @@ class ExactOverlaps:
                 hits = []
             values = np.frombuffer(index._values, dtype=np.uint16).reshape(-1, SIZE)
             for row in rows:
-                theirs = table[values[row].tobytes(), index._shingles[row]]
-                shared, smaller = len(mine & theirs), min(len(mine), len(theirs))
-                score = index.rule.score(Overlap(shared / len(mine | theirs), shared / smaller, smaller))
+                score = index.rule.score(overlap(mine, table[values[row].tobytes(), index._shingles[row]]))
                 if score is not None:
                     hits.append(Hit(row, hamming(index.bands.fingerprint(row), features.fingerprint), score))
             return hits

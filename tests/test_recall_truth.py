@@ -9,8 +9,9 @@ from benchmarks import truth
 from benchmarks.bench_cross_links import cause, overlap
 from benchmarks.bench_recall import pairwise
 from benchmarks.corpus import shingle_hashes
-from benchmarks.exact_overlaps import ExactOverlaps
+from benchmarks.exact_overlaps import ExactOverlaps, SimulatedSketch
 from scrapy_zhdedup import Deduper
+from scrapy_zhdedup import sketch as engine
 from scrapy_zhdedup.judge import NearRule, rounded
 from scrapy_zhdedup.sketch import SHINGLE
 from tests import zhtexts
@@ -64,3 +65,13 @@ def test_exact_overlaps_decide_on_the_texts_shingles() -> None:
         verdict = deduper.check("b", text=copy)
     assert verdict.dup_of == "a"
     assert verdict.similarity == rounded(max(jaccard, containment))
+
+
+def test_a_simulated_64_by_16_sketch_is_the_engines() -> None:
+    text = zhtexts.articles(1)[0].text[:300]
+    copy = text[40:] + "(来源:某某网)"
+    a, b = (frozenset(engine.shingle_hashes(t).tolist()) for t in (text, copy))
+    simulated = SimulatedSketch(64, 16)
+    assert (simulated.values(a) == engine.sketch(text).values).all()
+    assert simulated(a, b) == engine.estimate(engine.sketch(text), engine.sketch(copy))
+    assert SimulatedSketch(256, 8)(a, b) != simulated(a, b)
