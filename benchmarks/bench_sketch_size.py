@@ -9,8 +9,9 @@ one-permutation MinHash of BINSxBITS would estimate (:class:`~benchmarks.exact_o
 the engine's construction and estimator; ``64x16`` is the engine's own and gives its verdicts), or on
 the exact overlap (``exact``), at each Jaccard / containment line. The candidates are the engine's.
 Prints pairwise P/R/F1 per set, the two kinds with the lowest recall and look-alikes merged; writes
-``benchmarks/results/sketch_size.json`` (``sketch_size-<corpora>.json`` when a held-out corpus is
-in the run). Choose on the tuning corpora (``inews``, ``reviews``), the default.
+``benchmarks/results/sketch_size.json`` (``sketch_size-<corpora>-<sketches>.json`` for other corpora,
+``sketch_size-<sketches>.json`` for other sketches). Choose on the tuning corpora (``inews``,
+``reviews``), the default.
 """
 
 from __future__ import annotations
@@ -78,9 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     printed = common.table(["corpus", "sketch", "line", "synthetic P / R / F1; lowest kinds",
                             "natural P / R / F1; lowest kinds"], rows)
     print("\n" + printed)
-    held_out = [c for c in args.corpus if c not in sources.TUNING]  # reported apart from what was chosen on
-    name = "sketch_size" if not held_out else f"sketch_size-{'-'.join(args.corpus)}"
-    common.write_results(name, info, vars(args), results, [printed])
+    # Another choice of corpora or sketches (a held-out corpus above all) gets its own file.
+    chosen = [*args.corpus, *args.sketch] if args.corpus != parser.get_default("corpus") else [
+        *(args.sketch if args.sketch != parser.get_default("sketch") else [])]
+    common.write_results("-".join(["sketch_size", *chosen]), info, vars(args), results, [printed])
     return 0
 
 
