@@ -409,8 +409,8 @@ class ElasticsearchBackend:
                                        self._source(verdict, document, words=words)))
         else:
             features = query_features(prepared.features)
-            self.buffer.open.add(digest, Match(verdict.doc_id, verdict.cluster, 0), features)
-            self.buffer.enqueue(Action("create", digest, self._source(verdict, document, features, words)))
+            self.buffer.enqueue(Action("create", digest, self._source(verdict, document, features, words)),
+                                (digest, Match(verdict.doc_id, verdict.cluster, 0), features))
 
     def _source(self, verdict: Verdict, document: dict[str, Any], features: Features | None = None,
                 words: str | None = None) -> dict[str, Any]:

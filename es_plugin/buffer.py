@@ -122,10 +122,19 @@ class BulkBuffer:
 
     # -- filling and writing ---------------------------------------------------------------------------
 
-    def enqueue(self, action: Action) -> None:
+    def enqueue(self, action: Action, pending: tuple[str, Match, Features] | None = None) -> None:
+        """Add ``action`` to the open batch, and ``pending`` (its content hash, match and features) to
+        that batch's local index.  An action that would take a batch with others past ``MAX_BULK_BYTES``
+        starts the next one: a document too large for the node (413) is then refused alone, not with
+        every document of its bulk."""
+        size = size_of(action.body)
+        if self.open.actions and self.open.nbytes + size > MAX_BULK_BYTES:
+            self.seal()
         batch = self.open
+        if pending is not None:
+            batch.add(*pending)
         batch.actions.append(action)
-        batch.nbytes += size_of(action.body)
+        batch.nbytes += size
         if len(batch.actions) >= self.bulk_size or batch.nbytes >= MAX_BULK_BYTES:
             self.seal()
 

@@ -163,4 +163,6 @@ def describe(error: Exception | dict[str, Any]) -> tuple[int | None, str]:
     """HTTP status and reason of a failed request (an exception) or bulk item (its result)."""
     if isinstance(error, dict):
         return error.get("status"), json.dumps(error.get("error"), ensure_ascii=False)
-    return getattr(getattr(error, "meta", None), "status", None), f"{type(error).__name__}: {error}"
+    status = getattr(getattr(error, "meta", None), "status", None)
+    hint = " (the request is larger than the node takes: http.max_content_length)" if status == 413 else ""
+    return status, f"{type(error).__name__}: {error}{hint}"

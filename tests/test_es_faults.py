@@ -454,6 +454,23 @@ def test_short_write_block_is_retried_without_dead_letters(es_url: str, index: s
     assert_nothing_lost(es_url, index, reference)
 
 
+def test_a_document_too_large_for_the_node_is_dead_lettered_alone(es_url: str, index: str, tmp_path: Path) -> None:
+    """A document over the node's request limit (http.max_content_length, 100 MB) is refused with 413: it
+    alone goes to the dead-letter file, the documents that would have shared its bulk are stored."""
+    records = [{"id": f"doc-{i}", "text": a.text} for i, a in enumerate(articles(12))]
+    records.insert(5, {"id": "too-large", "text": "一份附有原始数据的公告。" * 20, "payload": "x" * (101 << 20)})
+    src = write_jsonl(tmp_path / "corpus.jsonl", records)
+    dead = tmp_path / "dead.jsonl"
+    run = zhdedup("es", "ingest", "--url", es_url, "--index", index, src, "--checkpoint-dir", tmp_path / "checkpoints",
+                  "--dead-letter", dead)
+    assert run.returncode == 1, run.stderr[-3000:]
+    letters = dead_lines(dead)
+    assert [(line["doc_id"], line["status"]) for line in letters] == [("too-large", 413)]
+    assert "http.max_content_length" in letters[0]["reason"]
+    assert len(letters[0]["document"]["payload"]) == 101 << 20  # kept whole, for a replay once the limit is raised
+    assert set(stored(es_url, index)) == {r["id"] for r in records} - {"too-large"}
+
+
 # --- (e) credentials in the URL are never printed -----------------------------------------------------------------
 
 
