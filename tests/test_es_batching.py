@@ -12,24 +12,28 @@ from scrapy_zhdedup.config import DedupConfig
 
 
 def test_a_batch_is_sealed_by_size_before_it_is_full() -> None:
-    """Pages of ~3 MB: a bulk goes at ~16 MB, not after ``bulk_size`` of them (~3 GB, refused by the node)."""
-    config, page = DedupConfig(), "中" * 1_000_000
-    written: list[int] = []
+    """Pages of ~3 MB: a bulk stays under ~16 MB, not ``bulk_size`` of them (~3 GB, refused by the node);
+    a page larger than that goes alone, so the node's 413 for it is not its neighbours'."""
+    config, page, huge = DedupConfig(), "中" * 1_000_000, "中" * 6_000_000
+    written: list[list[str]] = []
 
     async def write(batch: PendingBatch) -> None:
-        written.append(len(batch.actions))
+        written.append([action.id for action in batch.actions])
 
     async def run() -> None:
         buffer = BulkBuffer(config.keys, config.rule, bulk_size=1000, flush_interval=60, write=write)
         buffer.start()
         for i in range(13):
             buffer.enqueue(Action("create", f"d{i}", {"text": page}))
+            if i == 6:
+                buffer.enqueue(Action("create", "huge", {"text": huge}))
         await buffer.flush()
         await buffer.stop()
 
     asyncio.run(run())
-    per_bulk = -(-MAX_BULK_BYTES // size_of({"text": page}))
-    assert per_bulk == 6 and written == [6, 6, 1]
+    assert MAX_BULK_BYTES // size_of({"text": page}) == 5 and size_of({"text": huge}) > MAX_BULK_BYTES
+    assert [len(ids) for ids in written] == [5, 2, 1, 5, 1]
+    assert written[2] == ["huge"] and [i for ids in written for i in ids if i != "huge"] == [f"d{i}" for i in range(13)]
 
 
 def test_in_order_batches_go_one_after_another_in_arrival_order() -> None:
