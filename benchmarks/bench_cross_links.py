@@ -32,8 +32,7 @@ from typing import Any
 from benchmarks import bench_recall, common, recall_sets, sources, truth
 from benchmarks.corpus import SHINGLE as TRUTH_SHINGLE
 from benchmarks.exact_overlaps import ExactOverlaps
-from scrapy_zhdedup import DedupConfig, Deduper
-from scrapy_zhdedup.errors import EmptyTextError
+from scrapy_zhdedup import DedupConfig
 from scrapy_zhdedup.judge import NearRule
 from scrapy_zhdedup.sketch import SHINGLE, Overlap, shingle_hashes
 
@@ -59,27 +58,14 @@ def cause(a: str, b: str, rule: NearRule) -> tuple[str, float]:
     return "estimate", exact
 
 
-def judged(docs: Sequence[recall_sets.Doc], config: DedupConfig) -> list[str | None]:
-    """Each document's ``dup_of`` (None when unique or when it has no text), judged in order."""
-    deduper = Deduper(config)
-    links: list[str | None] = []
-    for doc in docs:
-        try:
-            links.append(deduper.check(doc.id, text=doc.text).dup_of)
-        except EmptyTextError:
-            links.append(None)
-    return links
-
-
 def scores(docs: Sequence[recall_sets.Doc], links: Sequence[str | None]) -> dict[str, float]:
     p, r, f1 = bench_recall.pairwise(bench_recall.predicted_clusters(docs, links), [d.group for d in docs])
     return {"precision": p, "recall": r, "f1": f1}
 
 
 def cross_links(docs: Sequence[recall_sets.Doc], config: DedupConfig, exact_up_to: int | None = None) -> dict[str, Any]:
-    links = judged(docs, config)
-    with ExactOverlaps(exact_up_to).patched():
-        exact_links = judged(docs, config)
+    links = list(bench_recall.Ours(config)(docs))
+    exact_links = list(bench_recall.Ours(config, overlaps=lambda: ExactOverlaps(exact_up_to))(docs))
     row = {d.id: i for i, d in enumerate(docs)}
     causes: Counter[str] = Counter()
     exact: dict[str, list[float]] = {c: [] for c in CAUSES}
