@@ -44,8 +44,7 @@ def line(spec: str) -> DedupConfig:
 def judged(docs: Sequence[recall_sets.Doc], pairs: Sequence[Any], config: DedupConfig,
            overlap: Callable[[], OverlapOf]) -> dict[str, Any]:
     score = bench_recall.score(docs, bench_recall.Ours(config, overlaps=lambda: ExactOverlaps(overlap=overlap())), pairs)
-    kinds = sorted((found / score.due[kind], kind) for kind, found in
-                   ((k, score.found[k]) for k in score.due if score.due[k]))
+    kinds = sorted((score.recall_of(kind), kind) for kind in score.due if score.due[kind])
     return {"precision": score.precision, "recall": score.recall, "f1": score.f1,
             "lowest_kinds": {kind: recall for recall, kind in kinds[:2]}, "lookalikes_merged": score.lookalikes_merged}
 
