@@ -2,11 +2,11 @@
 
 from .config import DedupConfig, EsConfig, PipelineConfig
 from .engine import Deduper
-from .errors import EmptyTextError, LayoutMismatchError, StoreError, ZhDedupError
+from .errors import EmptyTextError, LayoutMismatchError, StoreError, StoreFailedError, ZhDedupError
 from .judge import Verdict
 
 __all__ = [
     "DedupConfig", "Deduper", "EmptyTextError", "EsConfig", "LayoutMismatchError", "PipelineConfig",
-    "StoreError", "Verdict", "ZhDedupError",
+    "StoreError", "StoreFailedError", "Verdict", "ZhDedupError",
 ]
 __version__ = "0.1.0"

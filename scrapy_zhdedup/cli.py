@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import itertools
@@ -20,7 +21,7 @@ from tqdm import tqdm
 from . import __version__
 from .config import DedupConfig, add_options, from_args
 from .engine import Deduper, Fingerprinter
-from .errors import EmptyTextError, ZhDedupError
+from .errors import EmptyTextError, StoreFailedError, ZhDedupError
 from .jsonl import BadRecordError, Record, input_name, open_input, read_records
 from .judge import Prepared, judge
 from .output import AtomicOutput, refuse_overwriting_inputs
@@ -96,8 +97,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
                         counts[f"rerun_{verdict.rerun}"] += 1
                     out.write(json.dumps(verdict.record(), ensure_ascii=False) + "\n")
                     bar.update(1)
-        finally:
-            deduper.close()
+        except BaseException:
+            with contextlib.suppress(StoreFailedError):  # a full disk fails the snapshot too: the first error says more
+                deduper.close()
+            raise
+        deduper.close()
     if deduper.store.bloom_false_positives:
         logger.info("zhdedup scan: the Bloom filter said 'seen' for %d new texts (false positives)",
                      deduper.store.bloom_false_positives)

@@ -34,7 +34,8 @@ class LayoutMismatchError(ZhDedupError):
 
 
 class StoreFailedError(ZhDedupError):
-    """The store can take nothing more (e.g. its dead-letter file cannot be written): the crawl must stop."""
+    """The store can take nothing more (a full disk under the embedded store, a dead-letter file that cannot
+    be written): the crawl must stop."""
 
 
 class StoreUnavailableError(ZhDedupError):

@@ -41,35 +41,54 @@ def refuse_overwriting_inputs(output: str | None, inputs: Iterable[str | Path]) 
 
 class AtomicOutput:
     """A text stream for ``path`` (``None``/``-``: stdout) that replaces ``path`` only on success
-    (a device or named pipe is written in place)."""
+    (a device or named pipe is written in place).  A write that fails (a full disk) names ``path``."""
 
     def __init__(self, path: str | None) -> None:
         self.path = None if path in (None, STDOUT) else Path(path)
         self._tmp: Path | None = None
         self._fh: IO[str] | None = None
 
-    def __enter__(self) -> IO[str]:
+    def __enter__(self) -> AtomicOutput:
         if self.path is None:
-            return sys.stdout
+            self._fh = sys.stdout
+            return self
         if self.path.exists() and not stat.S_ISREG(self.path.stat().st_mode):
             self._fh = open(self.path, "w", encoding="utf-8")
-            return self._fh
+            return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
         self._tmp = Path(tmp)
         self._fh = os.fdopen(fd, "w", encoding="utf-8")
-        return self._fh
+        return self
+
+    def write(self, text: str) -> None:
+        assert self._fh is not None
+        try:
+            self._fh.write(text)
+        except OSError as exc:
+            if self.path is None:
+                raise  # standard output: a closed pipe is the caller's to handle (cli.main)
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: OSError) -> ZhDedupError:
+        kept = "is left as it was" if self._tmp is not None else "is incomplete"
+        return ZhDedupError(f"{self.path}: cannot write the output ({exc.strerror or exc}); it {kept}")
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self._fh is None:
+        if self._fh is None or self.path is None:
             return
         if self._tmp is None:  # a device or pipe, written in place
             self._fh.close()
             return
         try:
-            self._fh.close()
-            if kind is None and self.path is not None:
+            try:
+                self._fh.close()  # flushes what is buffered: a full disk may show only here
+            except OSError as failed:
+                if kind is None:
+                    raise self._failed(failed) from failed
+                return  # the error already on its way says more
+            if kind is None:
                 os.replace(self._tmp, self.path)
         finally:
             self._tmp.unlink(missing_ok=True)

@@ -7,7 +7,9 @@ take the annotation fields is refused at its first item, before it is judged (a 
 remembered, and the next run would drop it as a repeat of itself); the spider is then closed.
 An item the backend cannot judge because its store is down is in the backend's dead-letter file
 (``zhdedup/dead_letter``) and is dropped here with that reason; the close log says how to replay.
-If even that file cannot be written, the spider is closed (``zhdedup_store_failed``).
+If the store can take nothing more (the embedded store's disk is full, the dead-letter file cannot be
+written), the spider is closed (``zhdedup_store_failed``) and the items still coming pass on
+unjudged (``zhdedup/skipped/store_failed``): a repeat may get through, but no item is lost.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ from .errors import EmptyTextError, InvalidDocumentError, StoreFailedError, Stor
 from .judge import Verdict
 
 logger = logging.getLogger(__name__)
+
+
+def _printable(doc_id: Any) -> str:
+    """An id as the log can print it (a lone surrogate too)."""
+    return str(doc_id).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class DuplicateItem(DropItem):
@@ -110,14 +117,16 @@ class ZhDedupPipeline:
         except (EmptyTextError, InvalidDocumentError) as exc:
             reason = "empty_text" if isinstance(exc, EmptyTextError) else "invalid"
             self.stats.inc_value(f"zhdedup/skipped/{reason}")
-            printable = str(doc_id).encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate too
-            logger.warning("zhdedup: %s passed through unjudged: %s", printable, exc)
+            logger.warning("zhdedup: %s passed through unjudged: %s", _printable(doc_id), exc)
             return item
         except StoreUnavailableError as exc:  # kept by the backend (dead-letter file), to be judged later
             raise DropItem(f"zhdedup: not judged now: {exc}") from exc
-        except StoreFailedError as exc:  # nothing can be kept any more: stop once, loudly
+        except StoreFailedError as exc:  # nothing can be remembered any more: stop once, loudly, keep the item
             self._close("zhdedup_store_failed", f"zhdedup: {exc}")
-            raise DropItem("zhdedup: not judged, the store failed (see the error above)") from exc
+            self.stats.inc_value("zhdedup/skipped/store_failed")
+            logger.warning("zhdedup: %s passed through unjudged: the store failed (see the error above)",
+                           _printable(doc_id))
+            return item
         self.stats.inc_value("zhdedup/judged")
         self.stats.inc_value(f"zhdedup/{verdict.status}")
         if verdict.rerun:
@@ -161,4 +170,9 @@ class ZhDedupPipeline:
             adapter[field] = values[key]  # the class was checked before judging
 
     async def close_spider(self, spider: Spider | None = None) -> None:
-        await self.backend.close()
+        try:
+            await self.backend.close()
+        except StoreFailedError as exc:  # said in one line: a traceback would add nothing to it
+            logger.error("zhdedup: %s", exc)
+            if self.stats.get_value("zhdedup/error") is None:
+                self.stats.set_value("zhdedup/error", str(exc))

@@ -28,7 +28,7 @@ import numpy as np
 
 from .bloom import ExactFilter
 from .config import DedupConfig
-from .errors import StoreError
+from .errors import StoreError, StoreFailedError
 from .judge import Features, Match, NearRule, Status, Verdict, rounded
 from .keytable import KeyTable
 from .nearindex import CandidateKeys, NearIndex
@@ -180,7 +180,13 @@ class EmbeddedStore:
         if "\x00" in record.doc_id:
             raise ValueError("document ids may not contain NUL characters")
         if self._log is not None:
-            self._log.append(record)  # encodes first: an id that is not UTF-8 fails before anything changes
+            try:
+                self._log.append(record)  # encodes first: an id that is not UTF-8 fails before anything changes
+            except OSError as exc:  # a full disk: the log is cut back to its last whole record
+                raise StoreFailedError(
+                    f"{self._log.path}: cannot remember {record.doc_id!r} ({exc.strerror or exc}); every document "
+                    f"judged before it is kept. Free space (or fix the directory), then run again with the "
+                    f"same store") from exc
         else:
             record.doc_id.encode("utf-8")
         self._apply(record, features)
@@ -255,6 +261,11 @@ class EmbeddedStore:
             atomic_write(self.directory / INDEX_FILE, write)
         except BaseException as exc:
             traceback.clear_frames(exc.__traceback__)  # the writer's frames hold the views too
+            if isinstance(exc, OSError):
+                raise StoreFailedError(
+                    f"{self.directory / INDEX_FILE}: cannot write the snapshot ({exc.strerror or exc}); nothing is "
+                    f"lost, {LOG_FILE} keeps every document since the last snapshot. Free space, then run again "
+                    f"with the same store") from exc
             raise
         finally:
             arrays.clear()

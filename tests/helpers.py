@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import shutil
+import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from es_plugin.backend import ElasticsearchBackend
 from scrapy_zhdedup.config import DedupConfig, EsConfig
@@ -55,6 +60,33 @@ def write_jsonl(path: Path, lines: Sequence[Any]) -> Path:
     path.write_text("".join((line if isinstance(line, str) else json.dumps(line, ensure_ascii=False)) + "\n"
                             for line in lines), encoding="utf-8")
     return path
+
+
+# mounts a tmpfs of $1 at $2, runs the rest, copies what the disk holds to $3 (if given), exits with the run's status
+_ON_A_SMALL_DISK = ('mount -t tmpfs -o size="$1" tmpfs "$2" || exit 97; disk=$2; keep=$3; shift 3; "$@"; status=$?; '
+                    '[ -z "$keep" ] || cp -a "$disk/." "$keep" || exit 98; exit $status')
+
+
+@functools.cache
+def _mount_namespace() -> list[str] | None:
+    """How to run a command in a mount namespace of its own (root, or an unprivileged user namespace)."""
+    if shutil.which("unshare") is None:
+        return None
+    unshare = ["unshare", "--mount"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
+    probe = subprocess.run([*unshare, "sh", "-c", 'mount -t tmpfs -o size=4k tmpfs "$0"', "/tmp"],
+                           capture_output=True, check=False)
+    return unshare if probe.returncode == 0 else None
+
+
+def on_a_small_disk(cmd: Sequence[str | Path], disk: Path, size: str, keep: Path | None = None) -> list[str]:
+    """``cmd`` with a real filesystem of ``size`` (tmpfs, e.g. ``"12k"``) at ``disk``: writes past it fail
+    with ENOSPC, as on a full disk.  The mount is private to the command's mount namespace (nobody else
+    sees it, nothing stays mounted); what it holds at the end is copied to ``keep``.  Skips the test
+    where no mount namespace can be made."""
+    unshare = _mount_namespace()
+    if unshare is None:
+        pytest.skip("a small disk needs a mount namespace (unshare --mount, as root or in a user namespace)")
+    return [*unshare, "sh", "-c", _ON_A_SMALL_DISK, "sh", size, str(disk), str(keep or ""), *map(str, cmd)]
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import zhtexts
-from helpers import serving
+from helpers import on_a_small_disk, serving
 from scrapy.utils.test import get_crawler
 from zhtexts import news_page
 
@@ -76,13 +76,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[P
         yield base, pages
 
 
-def _crawl(workdir: Path, crawls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """Run the crawls in one fresh process; their results and the process log."""
+def _crawl(workdir: Path, crawls: list[dict[str, Any]],
+           wrap: Callable[[list[str]], list[str]] = list) -> tuple[list[dict[str, Any]], str]:
+    """Run the crawls in one fresh process (its command passed through ``wrap``); their results and the log."""
     for i, crawl in enumerate(crawls):
         crawl.setdefault("out", str(workdir / f"{crawl['name']}-{i}.json"))
     config = workdir / "crawl-config.json"
     config.write_text(json.dumps({"crawls": crawls, "heartbeat": HEARTBEAT}), encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(TESTS / "zhcrawl.py"), str(config)], cwd=workdir,
+    proc = subprocess.run(wrap([sys.executable, str(TESTS / "zhcrawl.py"), str(config)]), cwd=workdir,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-5000:]
     return [json.loads(Path(c["out"]).read_text(encoding="utf-8")) for c in crawls], proc.stderr
@@ -211,6 +212,40 @@ def test_an_item_whose_id_cannot_be_stored_passes_unjudged_and_the_rest_is_kept(
         assert store.store.judged == judged
     finally:
         store.close()
+
+
+def test_a_full_disk_under_the_store_closes_the_spider_loses_no_item_and_a_recrawl_says_the_same(
+        tmp_path: Path) -> None:
+    """The embedded store's disk fills mid-crawl: the spider is closed once, naming the file; every item
+    that reached the pipeline leaves it (the rest unjudged); crawling again with the store the disk kept
+    gives every page the verdict of an uninterrupted crawl."""
+    originals = zhtexts.articles(30, offset=100, max_chars=1200)
+    pages = [Page(f"o{i}.html", news_page(a.title, a.text).encode("utf-8"), "unique") for i, a in enumerate(originals)]
+    pages += [Page(f"r{i}.html", news_page(a.title, zhtexts.edit_chars(a.text, 1, seed=i), site="caijing")
+                   .encode("utf-8"), "near") for i, a in enumerate(originals[:10])]
+    root, disk, kept = tmp_path / "site", tmp_path / "disk", tmp_path / "kept"
+    for path in (root, disk, kept):
+        path.mkdir()
+    for page in pages:
+        (root / page.path).write_bytes(page.body)
+    with serving(root) as base:
+        urls = [base + p.path for p in pages]
+        crawl = {"name": "news", "urls": urls, "item": "dict",
+                 "settings": {"ZHDEDUP_MODE": "annotate", "ZHDEDUP_STORE_DIR": str(disk / "store")}}
+        (full,), log = _crawl(tmp_path, [crawl], lambda cmd: on_a_small_disk(cmd, disk, "12k", keep=kept))
+        again = dict(crawl, settings={**crawl["settings"], "ZHDEDUP_STORE_DIR": str(kept / "store")})
+        (resumed,), _ = _crawl(tmp_path, [again])
+    stats = full["stats"]
+    assert stats["finish_reason"] == "zhdedup_store_failed" and full["errors"] == [] and full["dropped"] == []
+    assert f"{disk / 'store' / 'log.bin'}: cannot remember " in log and "No space left on device" in log
+    left = [item["url"] for item in full["items"]]
+    assert left == urls[: stats["response_received_count"]]  # every item that came in went on: none lost
+    unjudged = stats["zhdedup/skipped/store_failed"]
+    assert unjudged >= 1 and stats["zhdedup/judged"] + unjudged == len(left) < len(urls)
+    assert all("dedup_status" not in item for item in full["items"][-unjudged:])
+    expected = _expected(base, pages, urls)
+    got = {item["url"]: (item["dedup_status"], item["dup_of"]) for item in resumed["items"]}
+    assert got == expected and resumed["stats"]["zhdedup/rerun/same"] == stats["zhdedup/judged"]
 
 
 def test_worker_processes_give_the_same_verdicts_and_a_killed_worker_loses_no_item(

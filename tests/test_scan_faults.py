@@ -1,5 +1,5 @@
 """``zhdedup scan`` under ordinary faults, as real processes: kill -9 and resume, a rerun, bad records,
-an output that names the input, standard input, a pipe, gzip.
+a full disk under the store or the output, an output that names the input, standard input, a pipe, gzip.
 
 Each fault test counts what was lost (documents reported by a killed run but forgotten by its store)
 and compares the verdicts after resuming with an uninterrupted run over the same input.
@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 import zhtexts
-from helpers import write_jsonl
+from helpers import on_a_small_disk, write_jsonl
 
 from scrapy_zhdedup import DedupConfig, Deduper
 
@@ -154,6 +155,42 @@ def test_a_bad_record_in_the_middle_is_a_bad_line_and_the_rest_is_kept(tmp_path:
     assert _lines(run.stdout) == _lines(_scan(write_jsonl(tmp_path / "good.jsonl", CORPUS[:20])).stdout)
     again = _scan(corpus, "--store", tmp_path / "store")  # the store of the run was kept
     assert b"20 judged before" in again.stderr
+
+
+def test_a_full_disk_under_the_store_stops_the_scan_naming_the_file_and_a_rerun_loses_nothing(tmp_path: Path) -> None:
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", CORPUS)
+    expected = _lines(_scan(corpus).stdout)
+    disk, kept, out = tmp_path / "disk", tmp_path / "kept", tmp_path / "out.jsonl"
+    disk.mkdir()
+    kept.mkdir()
+    cmd = [ZHDEDUP, "scan", "--workers", "1", corpus, "--store", disk / "store", "-o", out]
+    full = subprocess.run(on_a_small_disk(cmd, disk, "16k", keep=kept), capture_output=True, timeout=300, check=False)
+    err = full.stderr.decode()
+    assert full.returncode == 2, err
+    assert f"{disk / 'store' / 'log.bin'}: cannot remember " in err and "No space left on device" in err, err
+    assert "Traceback" not in err and not out.exists()
+    resumed = _scan(corpus, "--store", kept / "store", "-o", out)  # the same store, with room
+    assert resumed.returncode == 0, resumed.stderr
+    assert _lines(out.read_text(encoding="utf-8")) == expected
+    remembered = re.search(rb"(\d+) judged before", resumed.stderr)
+    assert remembered and 0 < int(remembered.group(1)) < len(CORPUS), resumed.stderr
+
+
+def test_a_full_disk_under_the_output_names_it_and_leaves_no_partial_file(tmp_path: Path) -> None:
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", CORPUS)
+    expected = _lines(_scan(corpus).stdout)
+    disk, kept = tmp_path / "disk", tmp_path / "kept"
+    disk.mkdir()
+    kept.mkdir()
+    cmd = [ZHDEDUP, "scan", "--workers", "1", corpus, "--store", tmp_path / "store", "-o", disk / "out.jsonl"]
+    full = subprocess.run(on_a_small_disk(cmd, disk, "4k", keep=kept), capture_output=True, timeout=300, check=False)
+    err = full.stderr.decode()
+    assert full.returncode == 2, err
+    assert f"{disk / 'out.jsonl'}: cannot write the output (No space left on device)" in err, err
+    assert list(kept.iterdir()) == []  # neither a partial output nor its temporary file
+    resumed = _scan(corpus, "--store", tmp_path / "store")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _lines(resumed.stdout) == expected
 
 
 def test_output_naming_the_input_is_refused_before_anything_is_written(tmp_path: Path) -> None:

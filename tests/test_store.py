@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import zhtexts
 
-from scrapy_zhdedup import DedupConfig, Deduper, StoreError
+from scrapy_zhdedup import DedupConfig, Deduper, StoreError, StoreFailedError
 from scrapy_zhdedup.bandindex import BandIndex, Hit
 from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.bloom import ExactFilter
@@ -303,7 +303,7 @@ def test_a_failed_snapshot_leaves_the_store_growing(tmp_path: Path, monkeypatch:
 
     with monkeypatch.context() as patch:
         patch.setattr(np, "savez", disk_full)
-        with pytest.raises(OSError, match="disk full") as failed:
+        with pytest.raises(StoreFailedError, match=r"index.npz: cannot write the snapshot \(disk full\); nothing is") as failed:
             run.save()
     assert failed.value.__traceback__ is not None
     assert _judge_all(run, second) == expected[len(first):]
