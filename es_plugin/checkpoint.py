@@ -24,6 +24,10 @@ class Checkpoint:
     path: Path | None  # None: nothing is kept (a dry run)
     identity: dict[str, Any]
     progress: dict[str, Any] = field(default_factory=dict)
+    saved: dict[str, Any] = field(init=False)  # the progress the file holds (where a rerun starts)
+
+    def __post_init__(self) -> None:
+        self.saved = dict(self.progress)
 
     @classmethod
     def open(cls, path: Path | None, identity: dict[str, Any], start: dict[str, Any], *, restart: bool = False,
@@ -43,6 +47,7 @@ class Checkpoint:
         return cls(path, identity, {**start, **data.get("progress", {})})
 
     def save(self) -> None:
+        """Write the progress; a failed write (a full disk) names the file and leaves the last save."""
         if self.path is None:
             return
         payload = json.dumps({"format": FORMAT, "identity": self.identity, "progress": self.progress},
@@ -51,4 +56,9 @@ class Checkpoint:
         def write(fh: BinaryIO) -> None:
             fh.write(payload)
 
-        atomic_write(self.path, write)
+        try:
+            atomic_write(self.path, write)
+        except OSError as exc:
+            raise ZhDedupError(f"{self.path}: cannot save the checkpoint ({exc.strerror or exc}); it keeps its "
+                               f"last save, where a rerun resumes") from exc
+        self.saved = dict(self.progress)

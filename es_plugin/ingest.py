@@ -311,8 +311,8 @@ async def store(backend: ElasticsearchBackend, items: AsyncIterator[Prepping], r
         except IngestStopped:
             pass  # the checkpoint stays behind; the error on its way says why
         except Exception as exc:  # Elasticsearch may be why we stopped; the checkpoint stays behind
-            logger.warning("%s: could not flush after the interruption (%s); the checkpoint stays at %d",
-                           state.identity.get("input"), exc, at["position"])
+            kept = f"; the checkpoint stays at {state.saved['position']}" if state.path is not None else ""
+            logger.warning("%s: could not flush after the interruption (%s)%s", state.identity.get("input"), exc, kept)
         raise
 
 

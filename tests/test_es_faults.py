@@ -3,7 +3,8 @@
 Every test drives the public entry points as an operator would (``zhdedup es …`` and ``scrapy
 runspider`` as subprocesses) and injects an ordinary fault: the node SIGKILLed and restarted
 (on a dedicated node, tests/fault_node.py), the index write-blocked, an unwritable dead-letter
-location, credentials in the URL, an item type that cannot take the annotations.  Each checks
+location, a full disk under the checkpoints, credentials in the URL, an item type that cannot
+take the annotations.  Each checks
 that no document is lost (every input id ends up stored exactly once, directly or through
 ``zhdedup es replay``) and, where the semantics allow, that the verdicts equal an uninterrupted
 run on a fresh index.
@@ -37,7 +38,7 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 from fault_node import FaultNode, free_port
-from helpers import serving, write_jsonl
+from helpers import on_a_small_disk, serving, write_jsonl
 from zhtexts import articles, edit_chars, news_page, traditional, with_attribution
 
 pytestmark = [pytest.mark.es, pytest.mark.fault]
@@ -283,6 +284,31 @@ def test_ingest_through_a_node_crash_loses_nothing(fault_node: FaultNode, refere
     again = replay(url, index, dead)  # a second replay is a no-op
     assert again.returncode == 0, again.stdout + again.stderr
     assert_nothing_lost(url, index, reference)
+
+
+def test_a_full_disk_under_the_checkpoints_stops_the_ingest_naming_the_file_and_a_rerun_loses_nothing(
+        es_url: str, es_client: Elasticsearch, reference: Verdicts, tmp_path: Path) -> None:
+    index = f"fault-disk-{uuid.uuid4().hex[:8]}"
+    src = write_jsonl(tmp_path / "corpus.jsonl", corpus())
+    disk, kept = tmp_path / "disk", tmp_path / "kept"
+    disk.mkdir()
+    kept.mkdir()
+    args = ["es", "ingest", "--url", es_url, "--index", index, src, "--bulk-size", str(BULK),
+            "--dead-letter", tmp_path / "dead.jsonl", "--checkpoint-dir"]
+    try:
+        # one page: the first checkpoint fits, the next is written beside it before the rename and does not
+        full = subprocess.run(on_a_small_disk(zhdedup_cmd(*args, disk), disk, "4k", keep=kept), capture_output=True,
+                              text=True, timeout=RUN_TIMEOUT, check=False)
+        assert full.returncode == 2, full.stderr[-3000:]
+        assert f"zhdedup: error: {disk}/" in full.stderr, full.stderr[-3000:]
+        assert "cannot save the checkpoint (No space left on device)" in full.stderr
+        assert "Traceback" not in full.stderr and not (tmp_path / "dead.jsonl").exists()
+        assert 0 < doc_count(es_url, index) < len(corpus())
+        rerun = zhdedup(*args, kept)  # the checkpoint the disk kept, with room
+        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+        assert_nothing_lost(es_url, index, reference)
+    finally:
+        drop_index(es_client, index)
 
 
 # --- (b) a Scrapy crawl through the pipeline while the node is killed and restarted --------------------------
