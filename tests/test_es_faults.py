@@ -424,6 +424,36 @@ def test_dead_letter_location_lost_mid_ingest_fails_loudly(es_url: str, index: s
     assert_nothing_lost(es_url, index, reference)
 
 
+def test_dead_letter_location_lost_mid_crawl_closes_the_spider_and_passes_every_item_on(
+        es_url: str, index: str, site: str, tmp_path: Path) -> None:
+    """Documents the node refuses can go nowhere: the spider closes once, naming the file, and the items
+    still coming leave the pipeline unjudged rather than vanishing from the crawl's output."""
+    urls = [f"{site}{r['id']}.html" for r in corpus()]
+    letters_dir = tmp_path / "letters"
+    letters_dir.mkdir()
+    dead = letters_dir / "dead.jsonl"
+    settings = es_settings(es_url, index, tmp_path, ZHDEDUP_MODE="annotate", ZHDEDUP_ES_DEAD_LETTER=dead,
+                           ZHDEDUP_ES_MAX_RETRIES=1)
+    try:
+        with running(crawl_cmd(urls, tmp_path, settings), tmp_path / "crawl.log", cwd=tmp_path) as proc:
+            wait_for(lambda: doc_count(es_url, index) >= len(urls) // 5, proc, "a fifth of the pages stored")
+            shutil.rmtree(letters_dir)
+            letters_dir.write_text("the dead-letter directory is gone\n")
+            set_write_block(es_url, index, True)
+            proc.wait(timeout=RUN_TIMEOUT)
+    finally:
+        set_write_block(es_url, index, False)
+    log = (tmp_path / "crawl.log").read_text(encoding="utf-8")
+    result = _crawl_result(tmp_path, proc.returncode, log).result
+    assert result is not None, log[-5000:]
+    stats = result["stats"]
+    assert result["reason"] == "zhdedup_store_failed", log[-5000:]
+    assert str(dead) in log and "Error processing" not in log, log[-5000:]
+    assert stats["zhdedup/skipped/store_failed"] >= 1
+    fetched = urls[: stats["response_received_count"]]  # one page at a time, in order; judged in overlapping batches
+    assert sorted(result["scraped"]) == sorted(fetched)  # every page fetched left the pipelines
+
+
 def test_crawl_with_an_unwritable_dead_letter_fails_at_open(es_url: str, index: str, site: str,
                                                             tmp_path: Path) -> None:
     dead = unwritable(tmp_path)
