@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +114,34 @@ def test_interrupted_runs_resume_to_the_uninterrupted_result(es_client: Elastics
 
     assert len(seen) == len(docs)  # every document judged exactly once over the three runs
     assert last["loaded"] == 40 - 2 and last["skipped"] == 2
+    assert verdicts(es_client, resumed) == verdicts(es_client, straight)
+
+
+def test_kill_9_at_random_moments_then_rerun_gives_the_uninterrupted_result(
+        es_url: str, es_client: Elasticsearch, index: str, tmp_path: Path) -> None:
+    """``zhdedup es dedup-index`` SIGKILLed three times (mid-page, mid-bulk or mid-checkpoint), then run to the end."""
+    docs = corpus(100)
+    straight, resumed = index, f"{index}-resumed"
+    load(es_client, straight, docs)
+    load(es_client, resumed, docs)
+    dedup_index(es_client, straight, DEDUP, batch_size=10)
+    cmd = [sys.executable, "-m", "scrapy_zhdedup.cli", "es", "dedup-index", "--url", es_url, "--index", resumed,
+           "--checkpoint", str(tmp_path / "ck.json"), "--batch-size", "10", "--workers", "2"]
+    judged = {"query": {"exists": {"field": "zhdedup.status"}}}
+    rng = random.Random(20261123)
+    for _ in range(3):
+        target = min(es_client.count(index=resumed, body=judged)["count"] + rng.randrange(5, 40), len(docs) - 20)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while es_client.count(index=resumed, body=judged)["count"] < target:
+                assert proc.poll() is None, "the run ended before it could be killed"
+                time.sleep(0.02)
+            time.sleep(rng.uniform(0, 0.2))
+        finally:
+            proc.kill()
+            proc.wait(timeout=60)
+    last = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert last.returncode == 0, last.stdout + last.stderr
     assert verdicts(es_client, resumed) == verdicts(es_client, straight)
 
 

@@ -21,6 +21,7 @@ the first copy.  There only clusters without a dead-lettered member are compared
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 import sys
@@ -284,6 +285,26 @@ def test_ingest_through_a_node_crash_loses_nothing(fault_node: FaultNode, refere
     again = replay(url, index, dead)  # a second replay is a no-op
     assert again.returncode == 0, again.stdout + again.stderr
     assert_nothing_lost(url, index, reference)
+
+
+def test_kill_9_of_the_ingest_at_random_moments_then_rerun_loses_nothing_and_says_the_same(
+        es_url: str, index: str, reference: Verdicts, tmp_path: Path) -> None:
+    """``es ingest`` itself SIGKILLed three times (mid-bulk, mid-lookup or mid-checkpoint), then run to the end."""
+    src = write_jsonl(tmp_path / "corpus.jsonl", corpus())
+    args = ingest_args(es_url, index, src, tmp_path)
+    rng = random.Random(20261123)
+    for _ in range(3):
+        target = min(doc_count(es_url, index) + rng.randrange(5, len(corpus()) // 4), len(corpus()) - BULK)
+        with running(zhdedup_cmd(*args), tmp_path / "ingest.log") as proc:
+            wait_for(lambda at=target: doc_count(es_url, index) >= at, proc, f"{target} documents stored")
+            time.sleep(rng.uniform(0, 0.2))
+            proc.kill()
+            proc.wait(timeout=60)
+        assert proc.returncode == -9
+    rerun = zhdedup(*args)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert not dead_lines(tmp_path / "dead.jsonl")
+    assert_nothing_lost(es_url, index, reference)
 
 
 def test_a_full_disk_under_the_checkpoints_stops_the_ingest_naming_the_file_and_a_rerun_loses_nothing(
