@@ -13,7 +13,9 @@ Contenders, each judging or indexing every document:
 * ``zhdedup scan`` (CLI subprocess) with ``--workers 1`` and ``--workers N`` if the CLI has that
   option, else once as it is;
 * ``zhdedup es ingest`` (CLI subprocess, fresh index) with ``--workers 1``/``N`` if it has that
-  option, else with its default ``--concurrency`` and with ``--concurrency 1``;
+  option, else with its default ``--concurrency`` and with ``--concurrency 1``; and with ``N`` into
+  an index whose text field is not indexed (only ``zhdedup.words`` is searched with ``jieba``): what
+  the node's character-level index of the text costs;
 * datasketch: character 3-gram MinHash(128) + ``MinHashLSH(threshold=0.7)``, and the naive
   ``jieba.lcut`` + ``simhash.Simhash`` + ``SimhashIndex(k=3)``, in-process, on the ``text`` field
   (they never pay for HTML extraction; ours do, on half of the lines).
@@ -157,10 +159,16 @@ def scan(path: Path, n_docs: int, options: Sequence[str]) -> Run:
     return Run(wall, float(match.group(5)), f"{match.group(2)}, {bad} bad")
 
 
-def es_ingest(client: Elasticsearch, url: str, index: str, path: Path, n_docs: int, options: Sequence[str]) -> Run:
-    """``zhdedup es ingest`` into a fresh index (annotate mode: every judged document is stored)."""
+def es_ingest(client: Elasticsearch, url: str, index: str, path: Path, n_docs: int, options: Sequence[str],
+              unindexed_text: bool = False) -> Run:
+    """``zhdedup es ingest`` into a fresh index (annotate mode: every judged document is stored); with
+    ``unindexed_text`` the index is installed first with the text field mapped ``index: false``."""
     fresh_index(client, index)
     with tempfile.TemporaryDirectory() as tmp:
+        if unindexed_text:
+            mapping = Path(tmp) / "mapping.json"
+            mapping.write_text('{"text": {"type": "text", "index": false}}', encoding="utf-8")
+            run_cli(["es", "install", "--url", url, "--index", index, "--mapping", str(mapping)])
         dead_letter = Path(tmp) / "dead-letter.jsonl"
         wall, out = run_cli(["es", "ingest", "--url", url, "--index", index, "--checkpoint-dir", tmp,
                              "--dead-letter", str(dead_letter), *options, str(path)])
@@ -227,6 +235,8 @@ def contenders(client: Elasticsearch, url: str, path: Path, docs: Sequence[Doc],
         for w in (1, workers):
             out[f"zhdedup es ingest --workers {w}"] = (
                 lambda w=w: es_ingest(client, url, index, path, n, ["--workers", str(w)]))  # type: ignore[misc]
+        out[f"zhdedup es ingest --workers {workers}, text field not indexed"] = (
+            lambda: es_ingest(client, url, index, path, n, ["--workers", str(workers)], unindexed_text=True))
     else:
         out["zhdedup es ingest (default --concurrency)"] = lambda: es_ingest(client, url, index, path, n, [])
         out["zhdedup es ingest --concurrency 1"] = lambda: es_ingest(client, url, index, path, n, ["--concurrency", "1"])
