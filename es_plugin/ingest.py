@@ -117,8 +117,7 @@ class Reader:
         self.strict = strict
         self.errors = errors
 
-    def bad(self, path: str, line: int, reason: str) -> None:
-        error = BadRecordError(path, line, reason)
+    def bad(self, error: BadRecordError) -> None:
         if self.strict:
             raise error
         logger.warning("skipped %s", error)
@@ -136,7 +135,7 @@ class Reader:
             try:
                 page = decode_html(file.read_bytes())
             except OSError as exc:
-                self.bad(str(file), 0, f"unreadable ({exc.strerror})")
+                self.bad(BadRecordError(str(file), 0, f"unreadable ({exc.strerror})"))
                 continue
             title = _TITLE.search(page)
             document = {"id": rel, "path": rel}
@@ -281,7 +280,7 @@ async def store(backend: ElasticsearchBackend, items: AsyncIterator[Prepping], r
         try:
             verdict = await future
         except (EmptyTextError, ValueError) as exc:
-            reader.bad(item.path, item.line, str(exc))
+            reader.bad(BadRecordError.unjudged(item.path, item.line, exc))
         else:
             counts[verdict.status] += 1
         at.update(position=item.position, last=item.doc_id)

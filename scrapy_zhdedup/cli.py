@@ -21,7 +21,7 @@ from tqdm import tqdm
 from . import __version__
 from .config import DedupConfig, add_options, from_args
 from .engine import Deduper, Fingerprinter
-from .errors import EmptyTextError, StoreFailedError, ZhDedupError
+from .errors import StoreFailedError, ZhDedupError
 from .jsonl import BadRecordError, Record, input_name, open_input, read_records
 from .judge import Prepared, judge
 from .output import AtomicOutput, refuse_overwriting_inputs
@@ -84,8 +84,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
                     if isinstance(line, BadRecordError):  # --strict: every line before it was judged
                         raise line
                     if isinstance(prepared, Exception):
-                        what = "no text to judge" if isinstance(prepared, EmptyTextError) else "cannot be judged"
-                        bad = BadRecordError(line.path, line.line, f"{what} ({prepared})")
+                        bad = BadRecordError.unjudged(line.path, line.line, prepared)
                         if args.strict:
                             raise bad from None
                         logger.warning("skipped %s", bad)

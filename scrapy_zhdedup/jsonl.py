@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import InvalidDocumentError, ZhDedupError
+from .errors import EmptyTextError, InvalidDocumentError, ZhDedupError
 from .validate import check_id, check_unicode
 
 logger = logging.getLogger(__name__)
@@ -29,6 +29,12 @@ class BadRecordError(ZhDedupError, ValueError):
     def __init__(self, path: str, line: int, reason: str) -> None:
         super().__init__(f"{path}:{line}: {reason}")
         self.path, self.line, self.reason = path, line, reason
+
+    @classmethod
+    def unjudged(cls, path: str, line: int, exc: Exception) -> BadRecordError:
+        """A record read well whose document could not be judged (``scan`` and ``es ingest`` say it alike)."""
+        what = "no text to judge" if isinstance(exc, EmptyTextError) else "cannot be judged"
+        return cls(path, line, f"{what} ({exc})")
 
     def __reduce__(self) -> tuple[type[BadRecordError], tuple[str, int, str]]:
         """Picklable, so it can travel through the worker processes in its line's place."""

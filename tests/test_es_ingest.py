@@ -86,7 +86,7 @@ def test_jsonl_verdicts_fields_and_bad_lines(es_url: str, index: str, tmp_path: 
     assert report["bad"] == 3
     assert report["bad_examples"] == [f"{src}:4: not JSON (Expecting property name enclosed in double quotes)",
                                       f"{src}:10: no \"text\" or \"html\" string",
-                                      f"{src}:13: no words or Chinese characters left after cleaning"]
+                                      f"{src}:13: no text to judge (no words or Chinese characters left after cleaning)"]
     with pytest.raises(BadRecordError, match=r"news\.jsonl:4: not JSON"):
         ingest([src], DEDUP, es_config(es_url, f"{index}-straight", tmp_path), checkpoint_dir=tmp_path / "ck2",
                strict=True)
