@@ -65,12 +65,14 @@ class AtomicOutput:
         assert self._fh is not None
         try:
             self._fh.write(text)
+        except BrokenPipeError:
+            raise  # a reader that stopped early: the caller's to handle quietly (cli.main)
         except OSError as exc:
-            if self.path is None:
-                raise  # standard output: a closed pipe is the caller's to handle (cli.main)
             raise self._failed(exc) from exc
 
     def _failed(self, exc: OSError) -> ZhDedupError:
+        if self.path is None:
+            return ZhDedupError(f"cannot write to standard output ({exc.strerror or exc}); it is incomplete")
         kept = "is left as it was" if self._tmp is not None else "is incomplete"
         return ZhDedupError(f"{self.path}: cannot write the output ({exc.strerror or exc}); it {kept}")
 

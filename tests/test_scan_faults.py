@@ -191,6 +191,9 @@ def test_a_full_disk_under_the_output_names_it_and_leaves_no_partial_file(tmp_pa
     resumed = _scan(corpus, "--store", tmp_path / "store")
     assert resumed.returncode == 0, resumed.stderr
     assert _lines(resumed.stdout) == expected
+    to_stdout = ["sh", "-c", 'exec "$@" > "$0"', disk / "out.jsonl", ZHDEDUP, "scan", corpus]
+    full = subprocess.run(on_a_small_disk(to_stdout, disk, "4k"), capture_output=True, timeout=300, check=False)
+    assert full.returncode == 2 and b"cannot write to standard output (No space left on device)" in full.stderr
 
 
 def test_output_naming_the_input_is_refused_before_anything_is_written(tmp_path: Path) -> None:
