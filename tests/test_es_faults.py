@@ -3,8 +3,8 @@
 Every test drives the public entry points as an operator would (``zhdedup es …`` and ``scrapy
 runspider`` as subprocesses) and injects an ordinary fault: the node SIGKILLed and restarted
 (on a dedicated node, tests/fault_node.py), the index write-blocked, an unwritable dead-letter
-location, a full disk under the checkpoints, credentials in the URL, an item type that cannot
-take the annotations.  Each checks
+location, a full disk under the checkpoints, two writers on one input, ``es ingest`` itself
+SIGKILLed, credentials in the URL, an item type that cannot take the annotations.  Each checks
 that no document is lost (every input id ends up stored exactly once, directly or through
 ``zhdedup es replay``) and, where the semantics allow, that the verdicts equal an uninterrupted
 run on a fresh index.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -304,6 +305,22 @@ def test_kill_9_of_the_ingest_at_random_moments_then_rerun_loses_nothing_and_say
     rerun = zhdedup(*args)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert not dead_lines(tmp_path / "dead.jsonl")
+    assert_nothing_lost(es_url, index, reference)
+
+
+def test_two_ingests_of_the_same_input_store_each_document_once_with_the_verdicts_of_one(
+        es_url: str, index: str, reference: Verdicts, tmp_path: Path) -> None:
+    """Two writers (own checkpoints and dead letters, as on two machines) racing over one input: a document the
+    other stored first is a 409 on ``create``, resolved to that copy.  The first to store a document is ahead
+    of the other, so it judged it against earlier documents only: the verdicts of one ingest."""
+    src = write_jsonl(tmp_path / "corpus.jsonl", corpus())
+    writers = [subprocess.Popen(zhdedup_cmd(*ingest_args(es_url, index, src, tmp_path / f"writer{i}")),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for i in range(2)]
+    outputs = [proc.communicate(timeout=RUN_TIMEOUT)[0].decode() for proc in writers]
+    assert [proc.returncode for proc in writers] == [0, 0], outputs
+    judged = [int(m.group(1)) for m in (re.search(r"es ingest: (\d+) judged", out) for out in outputs) if m]
+    assert len(judged) == 2 and min(judged) > 0, outputs  # they ran side by side: neither found all stored
+    assert not any(dead_lines(tmp_path / f"writer{i}" / "dead.jsonl") for i in range(2))
     assert_nothing_lost(es_url, index, reference)
 
 
