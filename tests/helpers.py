@@ -81,11 +81,14 @@ def _mount_namespace() -> list[str] | None:
 def on_a_small_disk(cmd: Sequence[str | Path], disk: Path, size: str, keep: Path | None = None) -> list[str]:
     """``cmd`` with a real filesystem of ``size`` (tmpfs, e.g. ``"12k"``) at ``disk``: writes past it fail
     with ENOSPC, as on a full disk.  The mount is private to the command's mount namespace (nobody else
-    sees it, nothing stays mounted); what it holds at the end is copied to ``keep``.  Skips the test
-    where no mount namespace can be made."""
+    sees it, nothing stays mounted); what it holds at the end is copied to ``keep``.  Both directories are
+    made if missing.  Skips the test where no mount namespace can be made."""
     unshare = _mount_namespace()
     if unshare is None:
         pytest.skip("a small disk needs a mount namespace (unshare --mount, as root or in a user namespace)")
+    for path in (disk, keep):
+        if path is not None:
+            path.mkdir(parents=True, exist_ok=True)
     return [*unshare, "sh", "-c", _ON_A_SMALL_DISK, "sh", size, str(disk), str(keep or ""), *map(str, cmd)]
 
 

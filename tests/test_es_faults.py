@@ -329,28 +329,22 @@ def test_two_ingests_of_the_same_input_store_each_document_once_and_reconcile_gi
 
 
 def test_a_full_disk_under_the_checkpoints_stops_the_ingest_naming_the_file_and_a_rerun_loses_nothing(
-        es_url: str, es_client: Elasticsearch, reference: Verdicts, tmp_path: Path) -> None:
-    index = f"fault-disk-{uuid.uuid4().hex[:8]}"
+        es_url: str, index: str, reference: Verdicts, tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "corpus.jsonl", corpus())
     disk, kept = tmp_path / "disk", tmp_path / "kept"
-    disk.mkdir()
-    kept.mkdir()
     args = ["es", "ingest", "--url", es_url, "--index", index, src, "--bulk-size", str(BULK),
             "--dead-letter", tmp_path / "dead.jsonl", "--checkpoint-dir"]
-    try:
-        # one page: the first checkpoint fits, the next is written beside it before the rename and does not
-        full = subprocess.run(on_a_small_disk(zhdedup_cmd(*args, disk), disk, "4k", keep=kept), capture_output=True,
-                              text=True, timeout=RUN_TIMEOUT, check=False)
-        assert full.returncode == 2, full.stderr[-3000:]
-        assert f"zhdedup: error: {disk}/" in full.stderr, full.stderr[-3000:]
-        assert "cannot save the checkpoint (No space left on device)" in full.stderr
-        assert "Traceback" not in full.stderr and not (tmp_path / "dead.jsonl").exists()
-        assert 0 < doc_count(es_url, index) < len(corpus())
-        rerun = zhdedup(*args, kept)  # the checkpoint the disk kept, with room
-        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-        assert_nothing_lost(es_url, index, reference)
-    finally:
-        drop_index(es_client, index)
+    # one page: the first checkpoint fits, the next is written beside it before the rename and does not
+    full = subprocess.run(on_a_small_disk(zhdedup_cmd(*args, disk), disk, "4k", keep=kept), capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT, check=False)
+    assert full.returncode == 2, full.stderr[-3000:]
+    assert f"zhdedup: error: {disk}/" in full.stderr, full.stderr[-3000:]
+    assert "cannot save the checkpoint (No space left on device)" in full.stderr
+    assert "Traceback" not in full.stderr and not (tmp_path / "dead.jsonl").exists()
+    assert 0 < doc_count(es_url, index) < len(corpus())
+    rerun = zhdedup(*args, kept)  # the checkpoint the disk kept, with room
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert_nothing_lost(es_url, index, reference)
 
 
 # --- (b) a Scrapy crawl through the pipeline while the node is killed and restarted --------------------------

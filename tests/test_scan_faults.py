@@ -161,8 +161,6 @@ def test_a_full_disk_under_the_store_stops_the_scan_naming_the_file_and_a_rerun_
     corpus = write_jsonl(tmp_path / "corpus.jsonl", CORPUS)
     expected = _lines(_scan(corpus).stdout)
     disk, kept, out = tmp_path / "disk", tmp_path / "kept", tmp_path / "out.jsonl"
-    disk.mkdir()
-    kept.mkdir()
     cmd = [ZHDEDUP, "scan", "--workers", "1", corpus, "--store", disk / "store", "-o", out]
     full = subprocess.run(on_a_small_disk(cmd, disk, "16k", keep=kept), capture_output=True, timeout=300, check=False)
     err = full.stderr.decode()
@@ -180,8 +178,6 @@ def test_a_full_disk_under_the_output_names_it_and_leaves_no_partial_file(tmp_pa
     corpus = write_jsonl(tmp_path / "corpus.jsonl", CORPUS)
     expected = _lines(_scan(corpus).stdout)
     disk, kept = tmp_path / "disk", tmp_path / "kept"
-    disk.mkdir()
-    kept.mkdir()
     cmd = [ZHDEDUP, "scan", "--workers", "1", corpus, "--store", tmp_path / "store", "-o", disk / "out.jsonl"]
     full = subprocess.run(on_a_small_disk(cmd, disk, "4k", keep=kept), capture_output=True, timeout=300, check=False)
     err = full.stderr.decode()
