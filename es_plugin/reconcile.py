@@ -9,6 +9,11 @@ rule as the embedded store (nearindex.py) —
 and marks each still-unique document that has an earlier near or exact neighbour in another cluster,
 with bulk partial updates (core APIs only, no scripts).
 Documents whose cluster was the marked document's move to the new cluster in the same pass.
+
+A reconcile stopped anywhere (killed, the node gone) leaves some changes made and some not; run it
+again and the index ends as one uninterrupted run would leave it.  A marked document says where its
+cluster went (its own new cluster), so its old members follow it on the rerun; with ``delete`` every
+move is made before the first delete, so no deleted head takes that knowledge with it.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ class ReconcileError(ZhDedupError):
 def _scan(client: Elasticsearch, index: str, progress: Callable[[int], None] | None) -> Iterator[dict[str, Any]]:
     """Every document's ``zhdedup`` fields in judgement order, from one point in time."""
     body = {"size": PAGE, "_source": _FIELDS, "sort": _ORDER, "track_total_hits": False}
-    with PointInTime(client, index) as reader:
+    with PointInTime(client, index, refresh=True) as reader:  # every acknowledged write, ours of a stopped run too
         for hits in reader.pages(body):
             for hit in hits:
                 yield {"_id": hit["_id"], "_index": hit["_index"], **hit["_source"].get("zhdedup", {})}
@@ -68,7 +73,8 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
     row_doc: list[str] = []  # per near index row: doc_id, effective cluster, content hash
     row_cluster: list[str] = []
     row_hash: list[str] = []
-    moved: dict[str, str] = {}  # old cluster id -> cluster it joined
+    moved: dict[str, str] = {}  # old cluster id (its head's doc_id) -> cluster it joined
+    deletes: list[Action] = []  # sent once every move is (see the module's docstring)
     clusters: set[str] = set()
     counts = {"scanned": 0, "pairs": 0, "marked": 0, "reclustered": 0, "deleted": 0, "clusters": 0}
     actions: list[Action] = []
@@ -93,7 +99,7 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
             status = "exact" if row_hash[match.row] == doc.get("hash") else "near"
             if delete:
                 counts["deleted"] += 1
-                emit(Action("delete", doc["_id"], index=doc["_index"]))
+                deletes.append(Action("delete", doc["_id"], index=doc["_index"]))
                 continue
             counts["marked"] += 1
             emit(Action("update", doc["_id"], {"zhdedup": {
@@ -104,6 +110,9 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
         elif cluster != stored_cluster:
             counts["reclustered"] += 1
             emit(Action("update", doc["_id"], {"zhdedup": {"cluster": cluster}}, index=doc["_index"]))
+        name = doc.get("doc_id") or doc["_id"]
+        if cluster != name:  # a cluster named after this document (its head once) follows it
+            moved[name] = cluster
         clusters.add(cluster)
         if features is not None:
             near.add(features)
@@ -111,6 +120,9 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
             row_cluster.append(cluster)
             row_hash.append(doc.get("hash", ""))
     _send(client, writer, actions, apply)
+    for start in range(0, len(deletes), BULK):
+        actions.extend(deletes[start : start + BULK])
+        _send(client, writer, actions, apply)
     if apply and (counts["marked"] or counts["deleted"] or counts["reclustered"]):
         client.indices.refresh(index=index)
     counts["clusters"] = len(clusters)

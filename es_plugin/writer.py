@@ -126,7 +126,7 @@ class BulkWriter:
             for action, item in zip(pending, response["items"]):
                 outcome = next(iter(item.values()))
                 status = outcome["status"]
-                if status < 300:
+                if status < 300 or (status == 404 and action.op == "delete"):  # a document already gone is deleted
                     self.stats.inc("indexed")
                 elif status == 409 and action.op == "create":
                     result.conflicts.append(action)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
 
+import es_plugin.reconcile as reconcile_module
 from benchmarks.corpus import normalize
 from benchmarks.reposts import edit_chars
 from es_plugin.backend import ElasticsearchBackend
 from es_plugin.reconcile import reconcile
+from es_plugin.steps import drive
+from es_plugin.writer import Action, BulkWriter
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.engine import Deduper
 
@@ -103,3 +107,64 @@ async def test_reconcile_delete(es_url: str, index: str, tmp_path: Path, es_clie
     after = zfields(es_client, index)
     assert sorted(after) == ["w1-0", "w1-1", "w1-2", "w1-late"]
     assert after["w1-late"]["cluster"] == "w1-0"
+
+
+class Crashed(Exception):
+    """Stands for a reconcile killed right after a change reached the node."""
+
+
+@pytest.mark.parametrize("delete", [False, True], ids=["mark", "delete"])
+async def test_reconcile_stopped_after_any_change_then_rerun_gives_the_uninterrupted_result(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, pairs: list[tuple[str, str]],
+        monkeypatch: pytest.MonkeyPatch, delete: bool) -> None:
+    """Each change sent alone, the run stopped after the k-th for every k, then run again on that
+    index: it ends as one uninterrupted reconcile of a copy leaves it (the later exact repeat, whose
+    cluster head is marked or deleted first, included)."""
+    await write_missed_pairs(es_url, index, tmp_path, pairs[:4])
+
+    es_client.indices.refresh(index=index)
+    hits = es_client.search(index=index, size=100)["hits"]["hits"]
+
+    mappings = es_client.indices.get_mapping(index=index)[index]["mappings"]
+
+    def copy(name: str) -> str:  # the index as the writers left it
+        es_client.indices.create(index=name, mappings=mappings)
+        operations: list[dict[str, Any]] = []
+        for hit in hits:
+            operations += [{"create": {"_id": hit["_id"]}}, hit["_source"]]
+        assert not es_client.bulk(index=name, operations=operations, refresh=True)["errors"]
+        return name
+
+    reference = copy(f"{index}-reference")
+    done = reconcile(es_client, reference, DEDUP, delete=delete)
+    changes = done["marked"] + done["deleted"] + done["reclustered"]
+    assert changes == 5
+    expected = zfields(es_client, reference)
+
+    send, sent = reconcile_module._send, [0]
+    monkeypatch.setattr(reconcile_module, "BULK", 1)
+
+    def crashing_send(client: Elasticsearch, writer: Any, actions: list[Any], apply: bool) -> None:
+        if actions and sent[0] == limit:
+            raise Crashed
+        sent[0] += len(actions)
+        send(client, writer, actions, apply)
+
+    for limit in range(1, changes):
+        stopped = copy(f"{index}-{limit}")
+        sent[0] = 0
+        with monkeypatch.context() as patch:
+            patch.setattr(reconcile_module, "_send", crashing_send)
+            with pytest.raises(Crashed):
+                reconcile(es_client, stopped, DEDUP, delete=delete)
+        assert sent[0] == limit
+        es_client.indices.refresh(index=stopped)  # as the next bulk of any writer (refresh=true) would
+        reconcile(es_client, stopped, DEDUP, delete=delete)
+        assert zfields(es_client, stopped) == expected, f"stopped after {limit} changes"
+
+
+def test_deleting_a_document_already_gone_is_done_not_rejected(es_client: Elasticsearch, index: str) -> None:
+    """A rerun (or a second reconcile) may delete what another already deleted: the 404 is the outcome asked for."""
+    es_client.index(index=index, id="kept", document={"text": "x"}, refresh=True)
+    result = drive(es_client, BulkWriter(index).write([Action("delete", "gone"), Action("update", "missing", {"a": 1})]))
+    assert [action.id for action, _ in result.failed] == ["missing"]
