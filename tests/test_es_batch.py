@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 import time
@@ -143,6 +144,37 @@ def test_kill_9_at_random_moments_then_rerun_gives_the_uninterrupted_result(
     last = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert last.returncode == 0, last.stdout + last.stderr
     assert verdicts(es_client, resumed) == verdicts(es_client, straight)
+
+
+@pytest.mark.parametrize("second_after", [0, 60])
+def test_two_runs_side_by_side_give_the_result_of_one(es_url: str, es_client: Elasticsearch, index: str,
+                                                       tmp_path: Path, second_after: int) -> None:
+    """Two ``zhdedup es dedup-index`` processes on one index, each with its own checkpoint (as on two
+    machines), the second started at once or once the first has written ``second_after`` verdicts
+    (it then loads those and judges the rest beside the first): both end well, and the index holds
+    the verdicts of one run."""
+    docs = corpus(300)  # ~600 documents: the second run starts well before the first ends
+    straight, shared = index, f"{index}-shared"
+    load(es_client, straight, docs)
+    load(es_client, shared, docs)
+    dedup_index(es_client, straight, DEDUP, batch_size=10)
+    judged = {"query": {"exists": {"field": "zhdedup.status"}}}
+    runs = []
+    for i in range(2):
+        while es_client.count(index=shared, body=judged)["count"] < (second_after if i else 0):
+            assert runs[0].poll() is None, "the first run ended before the second started"
+            time.sleep(0.02)
+        runs.append(subprocess.Popen([sys.executable, "-m", "scrapy_zhdedup.cli", "es", "dedup-index", "--url", es_url,
+                                      "--index", shared, "--checkpoint", str(tmp_path / f"ck{i}.json"),
+                                      "--batch-size", "10", "--workers", "1"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for i, run in enumerate(runs):
+        out, _ = run.communicate(timeout=600)
+        assert run.returncode == 0, out
+        summary = re.search(r"dedup-index: (\d+) judged .*?, (\d+) judged before", out)
+        assert summary and int(summary[1]) > 0, out  # each judged a part at least
+        assert i == 0 or not second_after or int(summary[2]) >= second_after, out  # the second loaded the first's
+    assert verdicts(es_client, shared) == verdicts(es_client, straight)
 
 
 def test_dry_run_writes_nothing(es_client: Elasticsearch, index: str,
