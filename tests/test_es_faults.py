@@ -200,6 +200,20 @@ def dead_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
 
 
+# ``zhdedup ARGS`` that exits at once (status 137, no cleanup) after its first bulk request returned.
+DIE_AFTER_FIRST_BULK = """
+import os, sys
+from es_plugin import writer
+write = writer.BulkWriter.write
+def dying(self, actions):
+    result = yield from write(self, actions)
+    os._exit(137)
+writer.BulkWriter.write = dying
+from scrapy_zhdedup.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def replay(url: str, index: str, dead: Path) -> subprocess.CompletedProcess[str]:
     return zhdedup("es", "replay", dead, "--url", url, "--index", index)
 
@@ -521,8 +535,15 @@ def test_write_block_mid_ingest_dead_letters_then_replay_stores(es_url: str, ind
     assert any(line["status"] == 403 and "cluster_block_exception" in line["reason"] for line in letters)
     assert f"{len(letters)} documents" in out and str(dead) in out, out[-3000:]  # the count, and where
 
+    # a replay that dies after its first bulk, with no chance to rewrite the file (as kill -9 would)
+    stopped = subprocess.run([sys.executable, "-c", DIE_AFTER_FIRST_BULK, "es", "replay", str(dead), "--url", es_url,
+                              "--index", index, "--bulk-size", "1"], capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert stopped.returncode == 137, stopped.stdout + stopped.stderr
+    assert len(dead_lines(dead)) == len(letters)  # every line kept, the stored one too
     replayed = replay(es_url, index, dead)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    already = re.search(r"(\d+) already stored", replayed.stdout + replayed.stderr)
+    assert already and int(already[1]) >= 1 and not dead_lines(dead)  # the one the dead replay stored, not twice
     rerun = zhdedup(*args)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert_nothing_lost(es_url, index, reference)
