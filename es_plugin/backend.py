@@ -62,6 +62,7 @@ from .buffer import BulkBuffer, PendingBatch
 from .chinese import SearchText, segment
 from .client import EsUnavailableError, acheck_reachable, make_async_client, redact
 from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
+from .journal import Journal, orphans
 from .lookups import EsAnswers, EsLookups, LookupItemError, query_features, repeat_id
 from .steps import adrive
 from .template import ainstall, zhdedup_fields
@@ -137,10 +138,13 @@ class ElasticsearchBackend:
 
     def __init__(self, dedup: DedupConfig, es: EsConfig, *, stats: Any = None, index_duplicates: bool = False,
                  client: AsyncElasticsearch | None = None, backoff_base: float = 0.5,
-                 backoff_cap: float = 30.0, workers: int = 1, in_order: bool = False) -> None:
+                 backoff_cap: float = 30.0, workers: int = 1, in_order: bool = False, journal: bool = True) -> None:
         """``workers`` > 1: :meth:`judge` prepares items on that many processes (``ZHDEDUP_WORKERS``).
         ``in_order``: a lookup batch starts only when the one before it was decided, so the verdicts
-        are those of arrival order however many items are in flight (window.py; ``es ingest``)."""
+        are those of arrival order however many items are in flight (window.py; ``es ingest``).
+        ``journal=False``: buffered documents are not kept on disk (journal.py), for a caller that can
+        judge them again after a kill (``es ingest`` from its checkpoint, ``es replay`` from its file);
+        what dead writers left is taken over either way."""
         if es.es_bulk_size < 1:
             raise ConfigError(f"ZHDEDUP_ES_BULK_SIZE must be positive, got {es.es_bulk_size}")
         if es.es_flush_interval <= 0:
@@ -160,8 +164,9 @@ class ElasticsearchBackend:
         policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
         self.lookups = EsLookups(self.index, dedup.keys, dedup.rule, policy, self.stats)
         self.writer = BulkWriter(self.index, policy, self.stats, refresh=True)
-        self.buffer = BulkBuffer(dedup.keys, dedup.rule, bulk_size=es.es_bulk_size,
-                                 flush_interval=es.es_flush_interval, write=self._write)
+        self.journal = Journal(self.dead_letters.path.parent, self.index)
+        self.buffer = BulkBuffer(dedup.keys, dedup.rule, bulk_size=es.es_bulk_size, flush_interval=es.es_flush_interval,
+                                 write=self._write, journal=self.journal if journal else None)
         self._client = client
         self._own_client = client is None
         self._fingerprinter = Fingerprinter(dedup)
@@ -349,6 +354,7 @@ class ElasticsearchBackend:
             await self.flush()
         finally:
             await self.buffer.stop()
+            self.journal.close()
             if self._own_client and self._client is not None:
                 await self._client.close()
             self._executor.shutdown(wait=False)
@@ -374,9 +380,23 @@ class ElasticsearchBackend:
                                     fingerprint=fingerprint_settings(self.dedup))
             logger.info("zhdedup: Elasticsearch index %s: template %s, index %s", self.index,
                         report["template_action"], report["index_action"])
+            if self.buffer.journal is not None:
+                self.journal.open()
+            await self._take_over_orphans()
             self.buffer.start()
             self._started = True
             return self._client
+
+    async def _take_over_orphans(self) -> None:
+        """Write what writers of this index that died before flushing left in their journals (journal.py)."""
+        with orphans(self.journal.directory, self.index) as batches:
+            if not batches:
+                return
+            count = sum(map(len, batches))
+            logger.warning("zhdedup: %d documents judged by a writer of %s that stopped before storing them were "
+                           "kept in %s; storing them now", count, self.index, self.journal.directory)
+            for actions in batches:
+                await self._write(PendingBatch(-1, self.dedup.keys, self.dedup.rule, actions))
 
     # -- worker thread -----------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.judge import Features, Match, NearRule
 from scrapy_zhdedup.nearindex import CandidateKeys, NearIndex
 
+from .journal import Journal
 from .writer import Action
 
 MAX_SEALED = 2  # full batches waiting for the writer before judgements wait (backpressure)
@@ -59,9 +60,12 @@ class PendingBatch:
 
 class BulkBuffer:
     def __init__(self, keys: CandidateKeys, rule: NearRule, *, bulk_size: int,
-                 flush_interval: float, write: Callable[[PendingBatch], Awaitable[None]]) -> None:
-        """``write(batch)`` sends one sealed batch and dead-letters what fails; if it raises, writing stops."""
+                 flush_interval: float, write: Callable[[PendingBatch], Awaitable[None]],
+                 journal: Journal | None = None) -> None:
+        """``write(batch)`` sends one sealed batch and dead-letters what fails; if it raises, writing stops.
+        ``journal`` keeps every action on disk until its batch is written (journal.py)."""
         self.keys, self.rule = keys, rule
+        self.journal = journal
         self.bulk_size, self.flush_interval = bulk_size, flush_interval
         self._write = write
         self.batches: deque[PendingBatch] = deque([self._batch(0)])  # oldest kept .. open
@@ -131,6 +135,8 @@ class BulkBuffer:
         if self.open.actions and self.open.nbytes + size > MAX_BULK_BYTES:
             self.seal()
         batch = self.open
+        if self.journal is not None:
+            self.journal.record(batch.seq, action)
         if pending is not None:
             batch.add(*pending)
         batch.actions.append(action)
@@ -199,6 +205,8 @@ class BulkBuffer:
                         self._written.notify_all()
                     return
                 batch.done = True
+                if self.journal is not None:
+                    self.journal.done(batch.seq)  # never raises
                 self._visible_upto = batch.seq + 1
                 self._sealed.popleft()
                 self._forget_written()

@@ -24,6 +24,7 @@ import json
 import random
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -401,6 +402,53 @@ def test_crawl_through_a_node_crash_loses_nothing(fault_node: FaultNode, site: s
             continue
         status, dup_of, distance = reference[doc_id]
         assert got[page] == (status, dup_of and f"{site}{dup_of}.html", distance), page
+
+
+@pytest.mark.parametrize("bulk", [1000, 3], ids=["all-buffered", "random-moment"])
+def test_a_crawl_killed_with_judged_items_unwritten_loses_none_of_them(es_url: str, index: str, site: str,
+                                                                        reference: Verdicts, tmp_path: Path,
+                                                                        bulk: int) -> None:
+    """A crawl SIGKILLed while items it judged wait in its bulk buffer (a long flush interval): once
+    all 20 are through its pipelines and none is written (bulks of 1000), or at a random moment with
+    bulks of 3 (some written, one maybe on its way). Then a crawl of the pages it did not finish, as
+    the next run of an incremental crawl (it will not fetch the others again): that crawl first
+    stores what the killed one's journal kept, and every page ends stored once with the verdict of
+    one uninterrupted crawl."""
+    records = corpus()[:40]
+    urls = [f"{site}{r['id']}.html" for r in records]
+    settings = es_settings(es_url, index, tmp_path, ZHDEDUP_MODE="annotate", ZHDEDUP_ES_BULK_SIZE=bulk,
+                           ZHDEDUP_ES_FLUSH_INTERVAL=3600, LOG_LEVEL="DEBUG")
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    log = killed / "crawl.log"
+
+    def scraped() -> int:
+        return log.read_text(encoding="utf-8", errors="replace").count("Scraped from")
+
+    rng = random.Random(f"{bulk}:{uuid.uuid4()}")
+    target = 20 if bulk == 1000 else rng.randrange(5, 19)
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # a page that never comes keeps the crawl open
+        hang = f"http://127.0.0.1:{silent.getsockname()[1]}/next.html"
+        with running(crawl_cmd([*urls[:20], hang], killed, settings), log, cwd=killed) as proc:
+            wait_for(lambda: scraped() >= target, proc, f"{target} items through the pipelines")
+            if bulk != 1000:
+                time.sleep(rng.uniform(0, 0.3))
+            proc.kill()
+            proc.wait(timeout=RUN_TIMEOUT)
+    done_before = scraped()
+    if bulk == 1000:
+        assert doc_count(es_url, index) == 0  # all of them were still in the buffer
+        assert list(tmp_path.glob(".zhdedup-pending-*.jsonl"))  # and in its journal
+
+    done = crawl(urls[done_before:], tmp_path / "next", settings)
+    assert done.returncode == 0 and done.result is not None, done.log[-3000:]
+    assert "that stopped before storing them" in done.log
+    got = stored(es_url, index)
+    assert set(got) == set(urls), f"lost: {sorted(set(urls) - set(got))[:5]}"
+    for page, record in zip(urls, records):
+        status, dup_of, distance = reference[record["id"]]
+        assert got[page] == (status, dup_of and f"{site}{dup_of}.html", distance), page
+    assert not list(tmp_path.glob(".zhdedup-pending-*"))  # taken over, and the second crawl's own is gone
 
 
 def test_crawl_with_the_node_down_from_the_start_fails_at_open(site: str, tmp_path: Path) -> None:

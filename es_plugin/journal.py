@@ -1,0 +1,158 @@
+"""Judged documents not yet stored, kept on disk until they are: a writer killed meanwhile loses none.
+
+The bulk buffer holds judged documents for up to ``ZHDEDUP_ES_FLUSH_INTERVAL`` seconds or
+``ZHDEDUP_ES_BULK_SIZE`` documents before writing them (buffer.py).  A process killed in that time
+(``kill -9``, the OOM killer) took them along, and a crawl that does not fetch those pages again (a
+``JOBDIR``, an incremental crawl) never stored them.  So each buffered action is also appended to a
+journal file beside the dead-letter file, one file per batch, removed once the batch is written or
+dead-lettered.  The next writer of the same index with the same dead-letter location (a crawl,
+``es ingest``, ``es replay``) writes what a dead writer's journal holds before it judges anything,
+through the same bulk path: the index ends as if the dead writer had flushed.
+
+A writer holds an exclusive ``flock`` on its journal's lock file while it lives (the kernel drops it
+when the process dies), so a live writer's journal is never taken.  A journal that cannot be written
+(a full disk) is given up with a warning: the documents are still written as usual, only a kill
+before they are would lose them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from .writer import Action
+
+logger = logging.getLogger(__name__)
+
+PREFIX = ".zhdedup-pending"
+
+
+def _stem(index: str) -> str:
+    """The index's name as a file name may hold it, and a digest of it, so no two indices share a stem."""
+    digest = hashlib.sha256(index.encode()).hexdigest()[:8]
+    return f"{PREFIX}-{re.sub(r'[^A-Za-z0-9_.-]', '_', index)}-{digest}-"
+
+
+class Journal:
+    """This writer's journal: ``record`` each buffered action, ``done`` a written batch, ``close`` at the end."""
+
+    def __init__(self, directory: Path, index: str) -> None:
+        self.directory = directory
+        self.name = f"{_stem(index)}{uuid.uuid4().hex[:16]}"
+        self._lock: int | None = None
+        self._files: dict[int, IO[str]] = {}
+        self._broken = False
+
+    def _path(self, seq: int) -> Path:
+        return self.directory / f"{self.name}.{seq}.jsonl"
+
+    def open(self) -> None:
+        self._lock = os.open(self.directory / f"{self.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh name: never held by another
+
+    def record(self, seq: int, action: Action) -> None:
+        """Append ``action`` to batch ``seq``'s file, as far as the operating system (a killed process's
+        writes survive it; a power cut's may not)."""
+        if self._broken or self._lock is None:
+            return
+        try:
+            fh = self._files.get(seq)
+            if fh is None:
+                fh = self._files[seq] = self._path(seq).open("a", encoding="utf-8")
+            fh.write(json.dumps({"op": action.op, "id": action.id, "body": action.body, "index": action.index},
+                                ensure_ascii=False) + "\n")
+            fh.flush()
+        except OSError as exc:
+            self._give_up(seq, exc)
+
+    def done(self, seq: int) -> None:
+        """Batch ``seq`` is written or dead-lettered: its file goes.  Never raises: the buffer's writer
+        task calls it, and the documents are stored already."""
+        fh = self._files.pop(seq, None)
+        if fh is not None:
+            try:
+                fh.close()
+                self._path(seq).unlink(missing_ok=True)
+            except OSError as exc:
+                self._give_up(seq, exc)
+
+    def _give_up(self, seq: int, exc: OSError) -> None:
+        if not self._broken:
+            self._broken = True
+            logger.warning("zhdedup: cannot keep the journal of buffered documents at %s (%s); they are still "
+                           "written to Elasticsearch, but a kill before that would lose them",
+                           self._path(seq), exc.strerror or exc)
+
+    def close(self) -> None:
+        """At the end of a run: the journal goes unless a batch was left unwritten (the next writer
+        takes it over)."""
+        with contextlib.suppress(OSError):  # a journal given up on stays for a look; nothing depends on it
+            for fh in self._files.values():
+                fh.close()
+            if self._lock is not None and not self._files:
+                (self.directory / f"{self.name}.lock").unlink(missing_ok=True)
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+
+@contextmanager
+def orphans(directory: Path, index: str) -> Iterator[list[list[Action]]]:
+    """The batches of ``index`` left by writers that are gone, oldest journal first and in batch order
+    within one, each journal locked meanwhile; removed when the block ends without an error."""
+    taken: list[tuple[int, Path, list[Path]]] = []
+    mine = re.compile(re.escape(_stem(index)) + r"[0-9a-f]{16}\.lock")  # not those of an index named "<index>-…"
+    try:
+        locks = sorted((p for p in directory.glob(f"{_stem(index)}*.lock") if mine.fullmatch(p.name)),
+                       key=lambda p: (p.stat().st_mtime, p.name))
+    except OSError:
+        locks = []
+    batches: list[list[Action]] = []
+    try:
+        for lock in locks:
+            try:
+                fd = os.open(lock, os.O_RDWR)
+            except FileNotFoundError:
+                continue  # another writer took it over meanwhile
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue  # its writer is alive
+            name = lock.name[: -len(".lock")]
+            files = sorted(directory.glob(f"{name}.*.jsonl"), key=lambda p: int(p.name.split(".")[-2]))
+            taken.append((fd, lock, files))
+            batches += [_read(path) for path in files]
+        yield batches
+        for _, lock, files in taken:
+            for path in files:
+                path.unlink(missing_ok=True)
+            lock.unlink(missing_ok=True)
+    finally:
+        for fd, _, _ in taken:
+            os.close(fd)
+
+
+def _read(path: Path) -> list[Action]:
+    """A batch file's actions; a last line cut short (a full disk) was never buffered and is skipped."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    actions = []
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+            actions.append(Action(record["op"], record["id"], record["body"], record["index"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            if number < len(lines):
+                raise ValueError(f"{path}:{number}: not a journal line ({exc})") from None
+            logger.warning("zhdedup: %s:%d: a journal line cut short, skipped", path, number)
+    return actions
