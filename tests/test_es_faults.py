@@ -451,6 +451,26 @@ def test_a_crawl_killed_with_judged_items_unwritten_loses_none_of_them(es_url: s
     assert not list(tmp_path.glob(".zhdedup-pending-*"))  # taken over, and the second crawl's own is gone
 
 
+def test_a_full_disk_under_the_journal_warns_and_every_item_is_stored(es_url: str, index: str, site: str,
+                                                                       reference: Verdicts, tmp_path: Path) -> None:
+    """The journal (beside the dead-letter file) on a 16 KiB disk: it is given up with one warning and
+    the crawl stores every item as usual."""
+    records = corpus()[:20]
+    urls = [f"{site}{r['id']}.html" for r in records]
+    disk = tmp_path / "disk"
+    settings = es_settings(es_url, index, tmp_path, ZHDEDUP_MODE="annotate", ZHDEDUP_ES_DEAD_LETTER=disk / "dead.jsonl")
+    proc = subprocess.run(on_a_small_disk(crawl_cmd(urls, tmp_path, settings), disk, "16k"), capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT, check=False, cwd=tmp_path)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-3000:]
+    assert log.count("cannot keep the journal of buffered documents") == 1 and "No space left on device" in log
+    got = stored(es_url, index)
+    assert set(got) == set(urls), f"lost: {sorted(set(urls) - set(got))[:5]}"
+    for page, record in zip(urls, records):
+        status, dup_of, distance = reference[record["id"]]
+        assert got[page] == (status, dup_of and f"{site}{dup_of}.html", distance), page
+
+
 def test_crawl_with_the_node_down_from_the_start_fails_at_open(site: str, tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     urls = [f"{site}{r['id']}.html" for r in corpus()[:5]]
