@@ -22,8 +22,8 @@ def dead_writer(directory: Path, index: str, batches: list[list[int]]) -> Journa
     for seq, ids in enumerate(batches):
         for i in ids:
             journal.record(seq, action(i))
-    for fh in journal._files.values():
-        fh.close()
+    for fd in journal._files.values():
+        os.close(fd)
     assert journal._lock is not None
     os.close(journal._lock)  # what the kernel does for a killed process
     return journal
