@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from scrapy_zhdedup.errors import StoreError
+
 from .client import serializers
 from .writer import Action
 
@@ -157,6 +159,7 @@ def _read(path: Path) -> list[Action]:
             actions.append(Action(record["op"], record["id"], record["body"], record["index"]))
         except (ValueError, KeyError, TypeError) as exc:
             if number < len(lines):
-                raise ValueError(f"{path}:{number}: not a journal line ({exc})") from None
+                raise StoreError(f"{path}:{number}", f"not a journal line ({exc})", hint=(
+                    "Nothing was taken from it; move the file away to go on without its documents.")) from None
             logger.warning("zhdedup: %s:%d: a journal line cut short, skipped", path, number)
     return actions

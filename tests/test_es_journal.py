@@ -9,6 +9,7 @@ import pytest
 
 from es_plugin.journal import Journal, orphans
 from es_plugin.writer import Action
+from scrapy_zhdedup.errors import StoreError
 
 
 def action(i: int) -> Action:
@@ -69,5 +70,5 @@ def test_a_last_line_cut_short_is_skipped_and_a_bad_line_before_it_named(tmp_pat
     journal = dead_writer(tmp_path, "news", [[0, 1]])
     batch = tmp_path / f"{journal.name}.0.jsonl"
     batch.write_text("{oops\n" + whole, encoding="utf-8")
-    with pytest.raises(ValueError, match=rf"{batch.name}:1: not a journal line"), orphans(tmp_path, "news"):
+    with pytest.raises(StoreError, match=rf"{batch.name}:1: not a journal line"), orphans(tmp_path, "news"):
         pass
