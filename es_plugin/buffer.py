@@ -192,26 +192,27 @@ class BulkBuffer:
             self.seal()
 
     async def _writer(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._sealed:
-                batch = self._sealed[0]
-                try:
+        """Writes sealed batches in order.  Whatever ends it (``write`` raising, or a bug anywhere here)
+        becomes ``_failure`` for every waiter: a task that died silently would leave them waiting forever."""
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                while self._sealed:
+                    batch = self._sealed[0]
                     await self._write(batch)
-                except Exception as exc:
-                    self._failure = exc
+                    batch.done = True
+                    self._visible_upto = batch.seq + 1
+                    self._sealed.popleft()
+                    self._forget_written()
+                    if self.journal is not None:
+                        self.journal.done(batch.seq)
                     async with self._written:
                         self._written.notify_all()
-                    return
-                batch.done = True
-                if self.journal is not None:
-                    self.journal.done(batch.seq)  # never raises
-                self._visible_upto = batch.seq + 1
-                self._sealed.popleft()
-                self._forget_written()
-                async with self._written:
-                    self._written.notify_all()
+        except Exception as exc:
+            self._failure = exc
+            async with self._written:
+                self._written.notify_all()
 
 
 def size_of(value: Any) -> int:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from es_plugin.buffer import MAX_BULK_BYTES, BulkBuffer, PendingBatch, size_of
 from es_plugin.window import LookupWindow
 from es_plugin.writer import Action
 from scrapy_zhdedup.config import DedupConfig
+from scrapy_zhdedup.errors import ZhDedupError
 
 
 def test_a_batch_is_sealed_by_size_before_it_is_full() -> None:
@@ -74,3 +77,31 @@ def test_a_large_batch_goes_in_parts_that_keep_each_document_in_one_part_in_orde
         assert not {a.id for a in part} & {a.id for other in parts if other is not part for a in other}
     assert bulk_parts(actions[: 2 * MIN_BULK_PART - 1]) == [actions[: 2 * MIN_BULK_PART - 1]]
     assert bulk_parts([]) == [[]]
+
+
+def test_a_writer_task_that_fails_outside_write_stops_every_waiter_instead_of_hanging() -> None:
+    """An error after a batch was written (here: the journal's bookkeeping) ends the writer task; ``flush``
+    raises it instead of waiting for a writer that is gone."""
+    config = DedupConfig()
+
+    async def write(batch: PendingBatch) -> None:
+        pass
+
+    class BrokenJournal:
+        def record(self, seq: int, action: Action) -> None:
+            pass
+
+        def done(self, seq: int) -> None:
+            raise RuntimeError("bookkeeping failed")
+
+    async def run() -> None:
+        buffer = BulkBuffer(config.keys, config.rule, bulk_size=2, flush_interval=60, write=write,
+                            journal=BrokenJournal())  # type: ignore[arg-type]
+        buffer.start()
+        for i in range(3):
+            buffer.enqueue(Action("create", f"d{i}", {"text": "正文"}))
+        with pytest.raises(ZhDedupError, match="bookkeeping failed; 1 more judged document"):
+            await asyncio.wait_for(buffer.flush(), timeout=30)
+        await buffer.stop()
+
+    asyncio.run(run())
