@@ -164,9 +164,9 @@ class ElasticsearchBackend:
         policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
         self.lookups = EsLookups(self.index, dedup.keys, dedup.rule, policy, self.stats)
         self.writer = BulkWriter(self.index, policy, self.stats, refresh=True)
-        self.journal = Journal(self.dead_letters.path.parent, self.index)
+        self.journal = Journal(self.dead_letters.path.parent, self.index) if journal else None
         self.buffer = BulkBuffer(dedup.keys, dedup.rule, bulk_size=es.es_bulk_size, flush_interval=es.es_flush_interval,
-                                 write=self._write, journal=self.journal if journal else None)
+                                 write=self._write, journal=self.journal)
         self._client = client
         self._own_client = client is None
         self._fingerprinter = Fingerprinter(dedup)
@@ -354,7 +354,8 @@ class ElasticsearchBackend:
             await self.flush()
         finally:
             await self.buffer.stop()
-            self.journal.close()
+            if self.journal is not None:
+                self.journal.close()
             if self._own_client and self._client is not None:
                 await self._client.close()
             self._executor.shutdown(wait=False)
@@ -380,7 +381,7 @@ class ElasticsearchBackend:
                                     fingerprint=fingerprint_settings(self.dedup))
             logger.info("zhdedup: Elasticsearch index %s: template %s, index %s", self.index,
                         report["template_action"], report["index_action"])
-            if self.buffer.journal is not None:
+            if self.journal is not None:
                 self.journal.open()
             await self._take_over_orphans()
             self.buffer.start()
@@ -389,12 +390,13 @@ class ElasticsearchBackend:
 
     async def _take_over_orphans(self) -> None:
         """Write what writers of this index that died before flushing left in their journals (journal.py)."""
-        with orphans(self.journal.directory, self.index) as batches:
+        directory = self.dead_letters.path.parent
+        with orphans(directory, self.index) as batches:
             if not batches:
                 return
             count = sum(map(len, batches))
             logger.warning("zhdedup: %d documents judged by a writer of %s that stopped before storing them were "
-                           "kept in %s; storing them now", count, self.index, self.journal.directory)
+                           "kept in %s; storing them now", count, self.index, directory)
             for actions in batches:
                 await self._write(PendingBatch(-1, self.dedup.keys, self.dedup.rule, actions))
 

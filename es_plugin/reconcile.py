@@ -86,7 +86,8 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
 
     for doc in _scan(client, index, progress):
         counts["scanned"] += 1
-        stored_cluster = doc.get("cluster") or doc.get("doc_id") or doc["_id"]
+        name = doc.get("doc_id") or doc["_id"]
+        stored_cluster = doc.get("cluster") or name
         cluster = moved.get(stored_cluster, stored_cluster)
         features = stored_features(doc) if doc.get("sketch") else None
         match = None
@@ -110,7 +111,6 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
         elif cluster != stored_cluster:
             counts["reclustered"] += 1
             emit(Action("update", doc["_id"], {"zhdedup": {"cluster": cluster}}, index=doc["_index"]))
-        name = doc.get("doc_id") or doc["_id"]
         if cluster != name:  # a cluster named after this document (its head once) follows it
             moved[name] = cluster
         clusters.add(cluster)
@@ -119,10 +119,10 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
             row_doc.append(doc.get("doc_id", doc["_id"]))
             row_cluster.append(cluster)
             row_hash.append(doc.get("hash", ""))
+    _send(client, writer, actions, apply)  # every move sent before the first delete, not in one bulk with it
+    for action in deletes:
+        emit(action)
     _send(client, writer, actions, apply)
-    for start in range(0, len(deletes), BULK):
-        actions.extend(deletes[start : start + BULK])
-        _send(client, writer, actions, apply)
     if apply and (counts["marked"] or counts["deleted"] or counts["reclustered"]):
         client.indices.refresh(index=index)
     counts["clusters"] = len(clusters)
