@@ -17,24 +17,24 @@ precision target by agreeing with that rule.  Writes ``benchmarks/results/truth_
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
 
-from benchmarks import bench_recall, common, recall_sets, sources, truth
-from benchmarks.corpus import shingle_hashes
-
-_NOT_WORD = re.compile(r"[^\w\u3400-\u9fff]+")
+from benchmarks import bench_cross_links, bench_recall, common, recall_sets, sources, truth
+from benchmarks.corpus import SHINGLE
+from benchmarks.corpus import shingle_hashes as with_punctuation
 
 
 def accepted_by_kind(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
                      without_punctuation: bool = False) -> dict[str, tuple[int, int]]:
     """Per repost kind: (reposts the natural rule calls duplicates of their original, reposts)."""
 
-    def text(doc: recall_sets.Doc) -> str:
-        clean = recall_sets.clean_or_empty(doc.text)
-        return _NOT_WORD.sub("", clean) if without_punctuation else clean
+    def overlap(a: str, b: str) -> tuple[float, float, int]:
+        if without_punctuation:  # on the word characters, as bench_cross_links tells its "punctuation" cause
+            return bench_cross_links.overlap(a, b, SHINGLE)
+        x, y = with_punctuation(a), with_punctuation(b)
+        return (*truth.overlap(x, y), min(x.size, y.size))
 
     docs, _ = bench_recall.build_sets(corpus, n_base, lookalike_pairs, seed)["synthetic"]
     originals: dict[str, recall_sets.Doc] = {}
@@ -44,10 +44,9 @@ def accepted_by_kind(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
         original = originals.setdefault(doc.group, doc)
         if original is doc:
             continue
-        a, b = shingle_hashes(text(original)), shingle_hashes(text(doc))
-        jaccard, containment = truth.overlap(a, b)
         due[doc.kind] += 1
-        accepted[doc.kind] += truth.is_duplicate(jaccard, containment, min(a.size, b.size))
+        accepted[doc.kind] += truth.is_duplicate(*overlap(recall_sets.clean_or_empty(original.text),
+                                                          recall_sets.clean_or_empty(doc.text)))
     return {kind: (accepted[kind], due[kind]) for kind in sorted(due)}
 
 
