@@ -10,7 +10,7 @@ from elasticsearch import Elasticsearch
 from helpers import Stats
 
 from es_plugin.lookups import SEARCH_PAGE, EsLookups
-from es_plugin.steps import drive
+from es_plugin.steps import Steps, drive
 from es_plugin.template import install, zhdedup_fields
 from es_plugin.writer import EsStats, RetryPolicy
 from scrapy_zhdedup.config import DedupConfig
@@ -29,7 +29,8 @@ def test_a_repeat_ranked_below_a_full_first_page_of_rejected_candidates_is_found
         es_client: Elasticsearch, index: str) -> None:
     """Decoys hold every sketch key of the query (ranked first) but sketches the rule rejects; the one
     repeat shares a single key.  It is found on a later page, as the embedded index finds it, and the
-    pages double: the decoys fill the first page and part of the second, so two rounds, not three."""
+    pages double: the decoys fill the first page and part of the second, so two ranked rounds, not
+    three, after the unranked search that found more candidates than a page."""
     query = Fingerprinter(DEDUP).features("国务院常务会议部署近期重点工作，推动经济运行持续好转。" * 8)
     rng = np.random.default_rng(3)
     decoys = [Features(query.fingerprint ^ FULL, [], Sketch(rng.integers(0, 0xFFFF, SIZE, dtype=np.uint16), 500),
@@ -37,14 +38,7 @@ def test_a_repeat_ranked_below_a_full_first_page_of_rejected_candidates_is_found
     repeat = Features(query.fingerprint ^ FULL, [], query.sketch,
                       [query.sketch_keys[0], *(int(k) for k in rng.integers(0, 1 << 32, len(query.sketch_keys) - 1))])
     docs = [(f"d{i}", f) for i, f in enumerate(decoys)] + [("repeat", repeat)]
-    install(es_client, index, DEDUP.layout)
-    seen = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    operations: list[dict[str, object]] = []
-    for doc_id, features in docs:
-        verdict = Verdict(doc_id, "unique", None, None, doc_id, doc_id, features.fingerprint)
-        operations += [{"create": {"_index": index, "_id": doc_id}},
-                       {"zhdedup": zhdedup_fields(verdict, DEDUP.layout, seen, features=features)}]
-    assert not es_client.bulk(operations=operations, refresh=True)["errors"]
+    store(es_client, index, docs)
 
     embedded = NearIndex(DEDUP.keys, DEDUP.rule)
     for _, features in docs:
@@ -55,7 +49,49 @@ def test_a_repeat_ranked_below_a_full_first_page_of_rejected_candidates_is_found
     stats = Stats()
     lookups = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(stats))
     assert drive(es_client, lookups.near([query])) == [Match("repeat", "repeat", hit.distance, hit.similarity)]
-    assert stats["zhdedup/es/lookups"] == 2
+    assert stats["zhdedup/es/lookups"] == 3
+
+
+def test_an_unranked_search_answers_as_the_ranked_one_in_one_round(
+        es_client: Elasticsearch, index: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page of candidates alike (the query's sketch, the same time seen) but for how many of its
+    sketch keys they hold, stored fewest first: the rule's tie goes to the first candidate given, so
+    the answer is the one the ranked search puts first.  The unranked search gives it, in one round."""
+    query = Fingerprinter(DEDUP).features("国务院常务会议部署近期重点工作，推动经济运行持续好转。" * 8)
+    rng = np.random.default_rng(5)
+    keys = list(query.sketch_keys)
+    docs = [(f"shares{n}", Features(query.fingerprint, [], query.sketch,
+                                    [*keys[:n], *(int(k) for k in rng.integers(0, 1 << 32, len(keys) - n))]))
+            for n in range(1, SEARCH_PAGE + 1)]
+    store(es_client, index, docs)
+
+    def answer() -> tuple[list[Match | None], int]:
+        stats = Stats()
+        lookups = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(stats))
+        return drive(es_client, lookups.near([query])), stats["zhdedup/es/lookups"]
+
+    assert answer() == ([Match(f"shares{SEARCH_PAGE}", f"shares{SEARCH_PAGE}", 0, 1.0)], 1)
+    nothing = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(Stats()))
+    assert drive(es_client, nothing.near([])) == []  # no request: an empty _msearch is a 400
+
+    def ranked_only(self: EsLookups, features: list[Features], answers: list[Match | None]) -> Steps:
+        yield from ()
+        return list(range(len(features)))
+
+    monkeypatch.setattr(EsLookups, "_all_candidates", ranked_only)
+    assert answer()[0] == [Match(f"shares{SEARCH_PAGE}", f"shares{SEARCH_PAGE}", 0, 1.0)]
+
+
+def store(client: Elasticsearch, index: str, docs: list[tuple[str, Features]]) -> None:
+    """Index ``docs`` (id, features) as unique texts seen at the same moment, in this order."""
+    install(client, index, DEDUP.layout)
+    seen = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    operations: list[dict[str, object]] = []
+    for doc_id, features in docs:
+        verdict = Verdict(doc_id, "unique", None, None, doc_id, doc_id, features.fingerprint)
+        operations += [{"create": {"_index": index, "_id": doc_id}},
+                       {"zhdedup": zhdedup_fields(verdict, DEDUP.layout, seen, features=features)}]
+    assert not client.bulk(operations=operations, refresh=True)["errors"]
 
 
 @pytest.mark.parametrize("simhash_bands", [False, True])
