@@ -9,7 +9,7 @@ import pytest
 from elasticsearch import Elasticsearch
 from helpers import Stats
 
-from es_plugin.lookups import SEARCH_PAGE, EsLookups
+from es_plugin.lookups import MAX_CROWDED, SEARCH_PAGE, EsLookups
 from es_plugin.steps import Steps, drive
 from es_plugin.template import install, zhdedup_fields
 from es_plugin.writer import EsStats, RetryPolicy
@@ -80,6 +80,29 @@ def test_an_unranked_search_answers_as_the_ranked_one_in_one_round(
 
     monkeypatch.setattr(EsLookups, "_all_candidates", ranked_only)
     assert answer()[0] == [Match(f"shares{SEARCH_PAGE}", f"shares{SEARCH_PAGE}", 0, 1.0)]
+
+
+def test_the_unranked_search_is_skipped_while_most_texts_have_a_page_of_candidates_or_more(
+        es_client: Elasticsearch, index: str) -> None:
+    """Texts holding every key of many stored ones need the ranked search anyway: after enough of them
+    the unranked search is skipped (one request a batch, not two), and tried again once the ranked
+    first pages show few candidates; the answers do not depend on it."""
+    crowded = Fingerprinter(DEDUP).features("国务院常务会议部署近期重点工作，推动经济运行持续好转。" * 8)
+    alone = Fingerprinter(DEDUP).features("台风“海葵”今天凌晨在福建登陆，沿海多地停课停运。" * 8)
+    store(es_client, index, [(f"d{i}", crowded) for i in range(2 * SEARCH_PAGE)])
+    stats = Stats()
+    lookups = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(stats))
+
+    def requests(features: Features, answer: Match | None) -> int:
+        before = stats.get("zhdedup/es/lookups", 0)
+        assert drive(es_client, lookups.near([features])) == [answer]
+        return stats["zhdedup/es/lookups"] - before
+
+    repeat = Match("d0", "d0", 0, 1.0)
+    assert [requests(crowded, repeat) for _ in range(8)] == [2] * 7 + [1]  # crowded 1 - 0.9 ** 7 = 0.52 after 7
+    assert [requests(alone, None) for _ in range(2)] == [1, 1]  # ranked, and seen to have no candidate
+    assert lookups.crowded < MAX_CROWDED
+    assert requests(crowded, repeat) == 2  # the unranked search tried again
 
 
 def store(client: Elasticsearch, index: str, docs: list[tuple[str, Features]]) -> None:
