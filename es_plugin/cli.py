@@ -269,7 +269,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             print(f"{entry['input']}: resumed after position {entry['resumed_from']}", file=sys.stderr)
     print(f"zhdedup es ingest: {report['judged']} judged ({report['unique']} unique, {report['exact']} exact, "
           f"{report['near']} near), {report['already_stored']} already stored, {report['bad']} bad records "
-          f"skipped (logged above), {report['seconds']:.1f} s, {report['docs_per_s']:.0f} docs/s -> {report['index']}")
+          f"skipped (logged above), {report['seconds']:.1f} s, {report['docs_per_s']:.0f} docs/s, after "
+          f"{report['start_up_seconds']:.1f} s starting up -> {report['index']}")
     if report["dead_lettered"]:
         print(f"zhdedup es ingest: {report['dead_lettered']} documents were rejected by Elasticsearch and are in "
               f"{report['dead_letter_file']}; once the cause is fixed, store them with: {report['replay']}",

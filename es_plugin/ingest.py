@@ -192,9 +192,12 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
         else:
             raise ZhDedupError(f"{source}: no such file or directory")
     # first, before the event loop, its threads and connections exist: the workers are forked
+    opened = time.perf_counter()
     with PreparePool(dedup, prepare_for_index, workers, fork=True) as pool:
-        return asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
-                                   concurrency, pool, progress))
+        start_up = time.perf_counter() - opened
+        report = asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
+                                     concurrency, pool, progress))
+    return {**report, "start_up_seconds": round(start_up, 2)}
 
 
 async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsConfig, mode: str,

@@ -71,10 +71,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
     config = from_args(DedupConfig, args)
     counts: Counter[str] = Counter()
     errors: list[BadRecordError] = []
-    started = time.perf_counter()
+    opened = time.perf_counter()
     name = input_name(args.input)
     # First: nothing open for workers to inherit.  Judging needs a document's hash and features, not its text.
     with PreparePool(config, _scan_step, args.workers, fork=True, text=False) as pool:
+        started = time.perf_counter()  # the dictionaries are loaded, the workers ready: start-up is over
         deduper = Deduper.open(config, args.store)  # locks the store: a second writer fails here
         try:
             with (open_input(args.input) as fh, AtomicOutput(args.output) as out,
@@ -113,7 +114,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     print(
         f"zhdedup scan: {judged} judged ({counts['unique']} unique, {counts['exact']} exact, "
         f"{counts['near']} near){reruns}, {len(errors)} bad lines skipped, {elapsed:.1f} s, "
-        f"{judged / elapsed if elapsed else 0:.0f} docs/s",
+        f"{judged / elapsed if elapsed else 0:.0f} docs/s, after {started - opened:.1f} s starting up",
         file=sys.stderr,
     )
     if errors and not judged:

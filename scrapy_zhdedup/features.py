@@ -78,6 +78,13 @@ def cut(text: str) -> tuple[str, ...]:
     return tuple(rjieba.cut(text))
 
 
+def load_dictionaries() -> None:
+    """Load rjieba's dictionary and jieba's IDF table now (~0.3 s, ~90 MiB) rather than at the first text:
+    a pool loads them once before its workers fork, so they share them and start ready (workers.py)."""
+    cut("预热")
+    _idf()
+
+
 class Featurizer:
     def __init__(self, mode: FeatureMode = "auto", *, short_text_chars: int = 200, shingle_size: int = 3) -> None:
         if mode not in ("auto", "words", "chars"):
