@@ -59,18 +59,21 @@ class TreeMemory:
     """Memory of one process tree over its life."""
 
     peak_sum: int  # bytes: the largest sum of the tree's RSS at one sample
+    peak_pss: int  # bytes: the largest sum of the tree's PSS at one sample (shared pages counted once)
     sum_of_peaks: int  # bytes: each process's own peak (VmHWM at its last sample), summed
     main_peak: int  # bytes: the main process's peak (wait4)
     processes: int  # distinct processes seen
 
 
 class TreeSampler(threading.Thread):
-    """Samples RSS and VmHWM of ``root`` and its descendants until stopped."""
+    """Samples RSS, PSS and VmHWM of ``root`` and its descendants until stopped.  Forked workers share
+    their parent's pages (jieba's dictionary among them): each one's RSS counts them again, the PSS once."""
 
     def __init__(self, root: int) -> None:
         super().__init__(daemon=True)
         self.root = root
         self.peak_sum = 0
+        self.peak_pss = 0
         self.hwm: dict[int, int] = {}
         self._done = threading.Event()
 
@@ -84,13 +87,15 @@ class TreeSampler(threading.Thread):
         self.join()
 
     def sample(self) -> None:
-        total = 0
+        total = pss = 0
         for pid in _tree(self.root):
             status = _status(pid)
             if "VmRSS" in status:  # a zombie has none
                 total += status["VmRSS"]
+                pss += _pss(pid)
                 self.hwm[pid] = max(self.hwm.get(pid, 0), status.get("VmHWM", 0))
         self.peak_sum = max(self.peak_sum, total)
+        self.peak_pss = max(self.peak_pss, pss)
 
 
 def _tree(root: int) -> list[int]:
@@ -120,6 +125,15 @@ def _status(pid: int) -> dict[str, int]:
             if k in ("VmRSS", "VmHWM")}
 
 
+def _pss(pid: int) -> int:
+    """``Pss`` of ``/proc/PID/smaps_rollup`` in bytes (0 if the process is gone)."""
+    try:
+        lines = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) * 1024 for line in lines if line.startswith("Pss:")), 0)
+
+
 def measured(args: Sequence[str], stdin: int | IO[Any] | None = None,
              feed: threading.Thread | None = None) -> tuple[TreeMemory, str, float]:
     """Run ``zhdedup <args>``; its tree's memory, its stderr and its wall seconds."""
@@ -141,7 +155,8 @@ def measured(args: Sequence[str], stdin: int | IO[Any] | None = None,
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{stderr[-3000:]}")
-    memory = TreeMemory(sampler.peak_sum, sum(sampler.hwm.values()), usage.ru_maxrss * 1024, len(sampler.hwm))
+    memory = TreeMemory(sampler.peak_sum, sampler.peak_pss, sum(sampler.hwm.values()), usage.ru_maxrss * 1024,
+                        len(sampler.hwm))
     return memory, stderr, wall
 
 
@@ -245,12 +260,12 @@ def run(n_docs: int, n_probe: int, seed: int, workers: int) -> tuple[dict[str, A
         print(f"  scan --workers {w}: peak {common.mib(probes[-1]['peak_sum'])}", flush=True)
     mib = common.mib
     rows = [[f"scan of {n_docs:,} docs into an empty store, --workers {built['workers']} (the build)",
-             mib(built["peak_sum"]), mib(built["sum_of_peaks"]), mib(built["main_peak"]), built["processes"],
-             built["docs_per_s"]]]
+             mib(built["peak_sum"]), mib(built["peak_pss"]), mib(built["sum_of_peaks"]), mib(built["main_peak"]),
+             built["processes"], built["docs_per_s"]]]
     rows += [[f"scan of {n_probe:,} docs (half HTML) against it, --workers {p['workers']}", mib(p["peak_sum"]),
-              mib(p["sum_of_peaks"]), mib(p["main_peak"]), p["processes"], p["docs_per_s"]] for p in probes]
-    memory_table = common.table(["run", "tree RSS peak (sampled)", "sum of process peaks", "main process peak",
-                                 "processes", "docs/s"], rows)
+              mib(p["peak_pss"]), mib(p["sum_of_peaks"]), mib(p["main_peak"]), p["processes"], p["docs_per_s"]] for p in probes]
+    memory_table = common.table(["run", "tree RSS peak (sampled)", "tree PSS peak (sampled)", "sum of process peaks",
+                                 "main process peak", "processes", "docs/s"], rows)
     judged = store["judged"]
     parts = [[part, mib(n), round(n / judged, 1)] for part, n in store["nbytes"].items()]
     parts.append(["total (EmbeddedStore.nbytes)", mib(store["nbytes_total"]), round(store["nbytes_total"] / judged, 1)])
