@@ -111,13 +111,13 @@ class EsLookups:
         verify here.  Later pages double, so a text without a repeat among thousands of candidates
         (common keys) needs a few rounds, not one per ``SEARCH_PAGE`` candidates."""
         answers: list[Match | None] = [None] * len(features)
-        queries = [near_query(self.keys, f) for f in features]
         pending = list(range(len(features)))
         unranked = bool(features) and not self.keys.simhash_bands and not any(f.passages for f in features)
-        if unranked and self.crowded < MAX_CROWDED:
+        skipped = unranked and self.crowded >= MAX_CROWDED  # then the ranked first pages tell whether it pays
+        if unranked and not skipped:
             pending = yield from self._all_candidates(features, answers)
             self._observe(len(pending) / len(features))
-            unranked = False  # observed
+        queries = {i: near_query(self.keys, features[i]) for i in pending}
         offset, size = 0, SEARCH_PAGE
         while pending and offset < MAX_RESULT_WINDOW:
             size = min(size, MAX_RESULT_WINDOW - offset)
@@ -130,14 +130,12 @@ class EsLookups:
             response = yield from self.policy.call(_msearch(searches), self.stats)
             unresolved, full = [], 0
             for i, result in zip(pending, response["responses"]):
-                if "error" in result:
-                    raise LookupItemError(result["error"], result.get("status"))
-                hits = result["hits"]["hits"]
+                hits = _hits(result)
                 full += len(hits) == size
                 answers[i] = self._accept(hits, features[i])
                 if answers[i] is None and len(hits) == size:
                     unresolved.append(i)
-            if unranked and offset == 0:  # the unranked search was skipped: would it pay again?
+            if skipped and offset == 0:
                 self._observe(full / len(pending))
             pending, offset, size = unresolved, offset + size, 2 * size
         return answers
@@ -158,21 +156,19 @@ class EsLookups:
         sentences, where 73 % did and the unranked search cost 10-20 % of the items/s), it is skipped
         until the ranked first pages say it would pay again; the answers are the same either way."""
         self.stats.inc("lookups")
+        terms = [sketch_terms(f.sketch_keys) for f in features]
         searches: list[dict[str, Any]] = []
-        for f in features:
+        for keys in terms:
             searches += [{"index": self.index}, {
-                "query": {"terms": {"zhdedup.mh": sketch_terms(f.sketch_keys)}}, "size": SEARCH_PAGE + 1,
+                "query": {"terms": {"zhdedup.mh": keys}}, "size": SEARCH_PAGE + 1,
                 "_source": _ALL_SOURCE, "track_total_hits": False}]
         response = yield from self.policy.call(_msearch(searches), self.stats)
         more = []
-        for i, result in enumerate(response["responses"]):
-            if "error" in result:
-                raise LookupItemError(result["error"], result.get("status"))
-            hits = result["hits"]["hits"]
+        for i, (keys, result) in enumerate(zip(terms, response["responses"])):
+            hits = _hits(result)
             if len(hits) > SEARCH_PAGE:
                 more.append(i)
                 continue
-            keys = sketch_terms(features[i].sketch_keys)
             hits.sort(key=lambda hit: -_shared_keys(keys, hit))
             answers[i] = self._accept(hits, features[i])
         return more
@@ -193,6 +189,14 @@ class EsLookups:
                 accepted.append((score, (FLUSHED_AGE, z.get("seen_at", "")),
                                  Match(z["doc_id"], z["cluster"], distance, score)))
         return closest(accepted)
+
+
+def _hits(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The hits of one ``_msearch`` answer; raises the error it holds instead."""
+    if "error" in result:
+        raise LookupItemError(result["error"], result.get("status"))
+    hits: list[dict[str, Any]] = result["hits"]["hits"]
+    return hits
 
 
 def _shared_keys(keys: list[str], hit: dict[str, Any]) -> int:
