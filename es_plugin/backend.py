@@ -281,13 +281,16 @@ class ElasticsearchBackend:
                 todo.append((i, prepared, self._storable(client, prepared.doc_id, document)))
             except InvalidDocumentError as exc:
                 outcomes[i] = exc
-        # a text seen here before probably needs no fingerprint: its exact lookup is likely to answer
+        # a text this process stored or found stored probably needs no fingerprint: its exact lookup is likely to answer
         likely_new = [t for t in todo if t[1].digest not in self._bloom]
         await self._features([p for _, p, _ in likely_new])
         # segmented for search only when it will likely be stored: exact repeats in drop mode are not
-        unsegmented = [t for t in (todo if self.index_duplicates else likely_new) if t[0] not in given]
-        words = given | dict(zip((i for i, _, _ in unsegmented), await self._on_worker(
-            lambda: [self.search.words(p.clean) for _, p, _ in unsegmented])))
+        unsegmented = [t for t in (todo if self.index_duplicates else likely_new)
+                       if t[0] not in given] if self.search.segments else []
+        words: dict[int, str | None] = dict(given)
+        if unsegmented:  # not otherwise: the worker thread may be waiting for a worker process's next item
+            words |= dict(zip((i for i, _, _ in unsegmented), await self._on_worker(
+                lambda: [self.search.words(p.clean) for _, p, _ in unsegmented])))
         with self.buffer.judging() as since:
             try:
                 exact, near = await asyncio.gather(
@@ -420,7 +423,8 @@ class ElasticsearchBackend:
         ``words`` is None when the text looked seen before (not segmented beforehand): it is segmented
         here only if it is written, since segmenting (~1 ms) runs on the event loop here."""
         digest = prepared.digest
-        self._bloom.add(digest)
+        if verdict.status != "near" or self.index_duplicates:  # texts the exact lookup finds (a dropped near
+            self._bloom.add(digest)  # repeat it does not: seen again, it is searched near at once, not after it)
         if verdict.status != "unique" and not self.index_duplicates:
             return
         document = {**document, self.search.text_field: prepared.clean}

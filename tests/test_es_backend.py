@@ -19,7 +19,7 @@ from benchmarks.corpus import normalize
 from benchmarks.reposts import add_header_footer, combo, edit_chars
 from es_plugin.backend import ElasticsearchBackend, hand_on
 from es_plugin.chinese import SearchText, segment
-from es_plugin.lookups import repeat_id
+from es_plugin.lookups import EsLookups, repeat_id
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.engine import Deduper
 from scrapy_zhdedup.text import TextCleaner, content_hash
@@ -183,6 +183,28 @@ async def test_drop_mode_segments_only_what_it_stores(es_url: str, index: str, t
     finally:
         await b.close()
     assert len(segmented) == 1
+
+
+async def test_a_dropped_near_repeat_seen_again_is_searched_beside_its_exact_lookup(
+        es_url: str, index: str, tmp_path: Path, texts: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drop mode stores no near repeat, so the exact lookup cannot find one seen again: its near search goes
+    in the same round as that lookup, not in a second round after it (a round trip per batch on a crawl
+    that meets the same repost twice).  An exact repeat, which the lookup finds, is not searched near."""
+    searched: list[int] = []
+    near = EsLookups.near
+    monkeypatch.setattr(EsLookups, "near", lambda self, features: searched.append(len(features)) or near(self, features))
+    b = backend(es_url, index, tmp_path, annotate=False)
+    try:
+        assert (await judge(b, "o", texts[0]))[0] == "unique"
+        await b.flush()
+        assert (await judge(b, "n1", near_repost(texts[0])))[0] == "near"
+        assert (await judge(b, "e1", exact_repost(texts[0])))[0] == "exact"
+        searched.clear()
+        assert (await judge(b, "n2", near_repost(texts[0])))[:2] == ("near", "o")
+        assert (await judge(b, "e2", exact_repost(texts[0])))[0] == "exact"
+    finally:
+        await b.close()
+    assert searched == [1, 0]
 
 
 async def test_pipeline_items_arriving_together_are_looked_up_together(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -152,27 +153,50 @@ def test_two_runs_side_by_side_give_the_result_of_one(es_url: str, es_client: El
     """Two ``zhdedup es dedup-index`` processes on one index, each with its own checkpoint (as on two
     machines), the second started at once or once the first has written ``second_after`` verdicts
     (it then loads those and judges the rest beside the first): both end well, and the index holds
-    the verdicts of one run."""
-    docs = corpus(300)  # ~600 documents: the second run starts well before the first ends
+    the verdicts of one run.  Each is paused (SIGSTOP) while the other writes, so that both judge a
+    part however fast the machine (one run could otherwise end before the other has started)."""
+    docs = corpus(300)  # ~600 documents
     straight, shared = index, f"{index}-shared"
     load(es_client, straight, docs)
     load(es_client, shared, docs)
     dedup_index(es_client, straight, DEDUP, batch_size=10)
     judged = {"query": {"exists": {"field": "zhdedup.status"}}}
-    runs = []
-    for i in range(2):
-        while es_client.count(index=shared, body=judged)["count"] < (second_after if i else 0):
-            assert runs[0].poll() is None, "the first run ended before the second started"
+
+    def count() -> int:
+        es_client.indices.refresh(index=shared)
+        return int(es_client.count(index=shared, body=judged)["count"])
+
+    def grows_past(n: int, run: subprocess.Popen[str]) -> None:
+        while count() <= n:
+            assert run.poll() is None, "a run ended before it wrote a verdict"
             time.sleep(0.02)
-        runs.append(subprocess.Popen([sys.executable, "-m", "scrapy_zhdedup.cli", "es", "dedup-index", "--url", es_url,
-                                      "--index", shared, "--checkpoint", str(tmp_path / f"ck{i}.json"),
-                                      "--batch-size", "10", "--workers", "1"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    for i, run in enumerate(runs):
+
+    def start(i: int) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", "scrapy_zhdedup.cli", "es", "dedup-index", "--url", es_url,
+                                 "--index", shared, "--checkpoint", str(tmp_path / f"ck{i}.json"),
+                                 "--batch-size", "10", "--workers", "1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def paused(run: subprocess.Popen[str]) -> int:
+        run.send_signal(signal.SIGSTOP)
+        time.sleep(0.3)  # a request already sent lands
+        return count()
+
+    first = start(0)
+    if second_after:
+        grows_past(second_after - 1, first)
+    before = paused(first)
+    second = start(1)
+    grows_past(before, second)
+    before = paused(second)
+    first.send_signal(signal.SIGCONT)
+    grows_past(before, first)
+    second.send_signal(signal.SIGCONT)
+    for i, run in enumerate((first, second)):
         out, _ = run.communicate(timeout=600)
         assert run.returncode == 0, out
         summary = re.search(r"dedup-index: (\d+) judged .*?, (\d+) judged before", out)
-        assert summary and int(summary[1]) > 0, out  # each judged a part at least
+        assert summary and int(summary[1]) > 0, out  # each judged a part
         assert i == 0 or not second_after or int(summary[2]) >= second_after, out  # the second loaded the first's
     assert verdicts(es_client, shared) == verdicts(es_client, straight)
 
