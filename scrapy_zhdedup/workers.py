@@ -47,7 +47,10 @@ Out = TypeVar("Out")
 Step = Callable[[Fingerprinter, In], Out]
 Job = tuple[str, str | None, str | bytes | None]  # doc_id, text, html
 
-CHUNK = 16  # items per message to a worker
+# Items per message to a worker: 64, not 16, made `zhdedup scan --workers 2` of 3,000 news documents 5 %
+# faster in 5 of 5 interleaved pairs (fewer messages for the parent's threads to pickle and wake for);
+# `es ingest` was unchanged.
+CHUNK = 64
 WINDOW_PER_WORKER = 4  # chunks in flight per worker
 
 _fingerprinter: Fingerprinter | None = None  # one per worker process
