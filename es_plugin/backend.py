@@ -423,9 +423,10 @@ class ElasticsearchBackend:
         ``words`` is None when the text looked seen before (not segmented beforehand): it is segmented
         here only if it is written, since segmenting (~1 ms) runs on the event loop here."""
         digest = prepared.digest
-        if verdict.status != "near" or self.index_duplicates:  # texts the exact lookup finds (a dropped near
-            self._bloom.add(digest)  # repeat it does not: seen again, it is searched near at once, not after it)
-        if verdict.status != "unique" and not self.index_duplicates:
+        written = verdict.status == "unique" or self.index_duplicates
+        if written or verdict.status == "exact":  # what the exact lookup finds; a dropped near repeat seen
+            self._bloom.add(digest)  # again is therefore searched near beside that lookup, not after it
+        if not written:
             return
         document = {**document, self.search.text_field: prepared.clean}
         if words is None:

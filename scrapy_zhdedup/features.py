@@ -24,7 +24,7 @@ FeatureMode = Literal["auto", "words", "chars"]
 
 _KEEP_CHARS = re.compile(r"[^\w\u3400-\u9fff]+")
 _HAS_CJK = re.compile(r"[\u3400-\u9fff]")
-_HAS_WORD = re.compile(r"[\w\u3400-\u9fff]")
+HAS_WORD = re.compile(r"[\w\u3400-\u9fff]")  # a word character: what the fingerprint and the search words keep
 # Weight = (1 + ln tf) * idf, scaled and rounded to an integer in 1..255.  Integers keep the
 # fingerprint exact (see fingerprint.py); <= 255 keeps it computable by the `simhash` package,
 # whose uint8 bit arrays overflow above that under numpy 2; sublinear tf stops one repeated
@@ -132,7 +132,7 @@ class Featurizer:
         if len(self._single) >= _CACHE_LIMIT:
             self._single.clear()
             self._bases.clear()
-        if (word.isalnum() or _HAS_WORD.search(word)) and word not in STOPWORDS and not (
+        if (word.isalnum() or HAS_WORD.search(word)) and word not in STOPWORDS and not (
             len(word) == 1 and _HAS_CJK.match(word)
         ):
             idf, median = _idf()

@@ -286,12 +286,12 @@ def old_idf() -> tuple[dict[str, float], float]:
 def _old_words(text: str, old_idf: tuple[dict[str, float], float]) -> dict[str, int]:
     import math
 
-    from scrapy_zhdedup.features import _HAS_CJK, _HAS_WORD, STOPWORDS, WEIGHT_SCALE, cut
+    from scrapy_zhdedup.features import _HAS_CJK, HAS_WORD, STOPWORDS, WEIGHT_SCALE, cut
 
     idf, median = old_idf
     out: dict[str, int] = {}
     for word, n in Counter(cut(text)).items():
-        votes = bool(_HAS_WORD.search(word)) and word not in STOPWORDS and not (len(word) == 1 and _HAS_CJK.match(word))
+        votes = bool(HAS_WORD.search(word)) and word not in STOPWORDS and not (len(word) == 1 and _HAS_CJK.match(word))
         base = idf.get(word, median) * WEIGHT_SCALE if votes else 0.0
         weight = min(MAX_WEIGHT, max(1, round(base))) if votes else 0
         if weight:
