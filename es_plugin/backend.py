@@ -56,7 +56,7 @@ from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, StoreUnavai
 from scrapy_zhdedup.judge import Features, Match, Prepared, Verdict, judge, verdict_for
 from scrapy_zhdedup.storemeta import fingerprint_settings
 from scrapy_zhdedup.text import decode_html
-from scrapy_zhdedup.workers import PreparePool, prepare_job, prepared_by
+from scrapy_zhdedup.workers import PreparePool, TurnBatcher, prepare_job, prepared_by
 
 from .buffer import BulkBuffer, PendingBatch
 from .chinese import SearchText, segment
@@ -172,6 +172,7 @@ class ElasticsearchBackend:
         self._fingerprinter = Fingerprinter(dedup)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zhdedup-es")
         self._processes = PreparePool(dedup, prepare_for_index, workers).__enter__() if workers > 1 else None
+        self._turns: TurnBatcher[IndexJob, Indexable] | None = None  # made on the event loop, by the first judge()
         self._window: LookupWindow | None = None  # made on the event loop, by the first judge()
         self._decided: asyncio.Future[None] | None = None  # set once the last judge_many called has decided
         self._in_order = in_order
@@ -232,8 +233,10 @@ class ElasticsearchBackend:
             prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
             return await self.judge_prepared(prepared, document)
         # waited for on the one worker thread, so items reach the lookups in arrival order
-        processes, job = self._processes, (doc_id, text, html, self.search.segments)
-        future = processes.submit(job)
+        if self._turns is None:
+            self._turns = TurnBatcher(self._processes, asyncio.get_running_loop().call_soon)
+        job, processes = (doc_id, text, html, self.search.segments), self._processes
+        future = self._turns.submit(job)
         prepared, words = await self._on_worker(lambda: prepared_by(processes, future, job))
         return await self.judge_prepared(prepared, document, words)
 

@@ -16,14 +16,15 @@ from typing import Any, Protocol, TypeVar
 from scrapy.crawler import Crawler
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler, load_object
+from scrapy.utils.reactor import CallLaterOnce
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
 from .config import DedupConfig, PipelineConfig, from_settings
 from .engine import Deduper
 from .errors import ConfigError
-from .judge import Verdict, judge
-from .workers import PreparePool, prepare_job, prepared_by
+from .judge import Prepared, Verdict, judge
+from .workers import Job, PreparePool, TurnBatcher, prepare_job, prepared_by
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -75,7 +76,9 @@ class EmbeddedBackend:
         self.deduper = Deduper.open(config, store_dir)
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="zhdedup")
         self._pool.start()
-        self._processes = PreparePool(config, prepare_job, workers, text=False).__enter__() if workers > 1 else None
+        # with worker processes, the items of one reactor turn go to them together (whichever reactor runs)
+        self._turns: TurnBatcher[Job, Prepared] | None = None if workers == 1 else TurnBatcher(
+            PreparePool(config, prepare_job, workers, text=False).__enter__(), lambda send: CallLaterOnce(send).schedule())
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> EmbeddedBackend:
@@ -103,11 +106,11 @@ class EmbeddedBackend:
 
     async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
                     document: dict[str, Any]) -> Verdict:
-        if self._processes is None:
+        if self._turns is None:
             return await self._on_worker(lambda: self.deduper.check(doc_id, text=text, html=html))
         # submitted now, waited for on the one judging thread: judged in arrival order, prepared in parallel
-        processes, job = self._processes, (doc_id, text, html)
-        future = processes.submit(job)
+        job, processes = (doc_id, text, html), self._turns.pool
+        future = self._turns.submit(job)
         return await self._on_worker(lambda: judge(prepared_by(processes, future, job), self.deduper.store))
 
     async def close(self) -> None:
@@ -115,6 +118,6 @@ class EmbeddedBackend:
             await self._on_worker(self.deduper.close)
         finally:
             self._pool.stop()
-            if self._processes is not None:
-                self._processes.__exit__(None, None, None)
+            if self._turns is not None:
+                self._turns.pool.__exit__(None, None, None)
 

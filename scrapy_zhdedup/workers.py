@@ -21,6 +21,7 @@ that is their throughput, not their start-up.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import itertools
 import logging
@@ -31,7 +32,7 @@ import signal
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Generic, TypeVar
@@ -149,7 +150,7 @@ class PreparePool(Generic[In, Out]):
         self.text = text
         self._local: Fingerprinter | None = None
         self._executor: ProcessPoolExecutor | None = None
-        self._replacing = threading.Lock()  # submit() runs on the event loop and on a judging thread
+        self._replacing = threading.Lock()  # send() runs on the event loop and on a judging thread
 
     def __enter__(self) -> PreparePool[In, Out]:
         if self.workers == 1:
@@ -202,31 +203,85 @@ class PreparePool(Generic[In, Out]):
         while in_flight:
             yield from in_flight.popleft().result()
 
-    def submit(self, item: In) -> Future[Out | Exception]:
-        """One item on a worker process, for callers that get items one at a time (the Scrapy pipeline).
+    def send(self, items: Sequence[In], futures: Sequence[Future[Out | Exception]]) -> None:
+        """Prepare ``items`` on the worker processes, each result (or the error that lost it) into its
+        future: one message per worker, not one per item (~0.1 ms of this process's CPU per news
+        document instead of ~0.3), for callers that get items as they come (:class:`TurnBatcher`).
 
         A pool broken by a worker that died (killed, out of memory) is replaced by a new one here, so
-        one lost process costs the items it held a second submit (:func:`prepared_by`), not the crawl.
+        one lost process costs the items it held a second send (:func:`prepared_by`), not the crawl.
         """
+        share = -(-len(items) // self.workers)  # every worker gets a part
+        for start in range(0, len(items), share):
+            part = list(items[start : start + share])
+            self._submit_chunk(part).add_done_callback(functools.partial(_spread, futures[start : start + share]))
+
+    def _submit_chunk(self, chunk: list[In]) -> Future[list[Out | Exception]]:
         with self._replacing:
             if self._executor is None:
-                raise ZhDedupError("PreparePool.submit needs worker processes (workers > 1), inside its with block")
+                raise ZhDedupError("PreparePool.send needs worker processes (workers > 1), inside its with block")
             try:
-                return self._executor.submit(_run_one, self.step, item, self.text)
+                return self._executor.submit(_run_chunk, self.step, chunk, self.text)
             except BrokenProcessPool:
                 logger.warning("zhdedup: a worker process died; starting %d new ones", self.workers)
                 self._executor.shutdown(wait=False, cancel_futures=True)
                 self._executor = self._processes()
-                return self._executor.submit(_run_one, self.step, item, self.text)
+                return self._executor.submit(_run_chunk, self.step, chunk, self.text)
+
+
+def _spread(futures: Sequence[Future[Out | Exception]], chunk: Future[list[Out | Exception]]) -> None:
+    """A chunk's results to its items' futures, or the error that lost it (a chunk cancelled by the
+    replacement of a broken pool counts as lost with it: :func:`prepared_by` sends its items again)."""
+    error = BrokenProcessPool("the pool was replaced") if chunk.cancelled() else chunk.exception()
+    results = [] if error is not None else chunk.result()
+    for i, future in enumerate(futures):
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(results[i])
+
+
+class TurnBatcher(Generic[In, Out]):
+    """Items submitted in one turn of the caller's event loop go to the workers together.
+
+    The pipeline gets items one at a time, but the items of one turn (those a lookup batch released,
+    say) arrive together: :meth:`submit` answers each with a future at once and sends them all at the
+    end of the turn, from the callback ``schedule`` runs next (``loop.call_soon`` on asyncio,
+    Scrapy's ``CallLaterOnce`` on any reactor).
+    """
+
+    def __init__(self, pool: PreparePool[In, Out], schedule: Callable[[Callable[[], None]], object]) -> None:
+        self.pool, self._schedule = pool, schedule
+        self._items: list[In] = []
+        self._futures: list[Future[Out | Exception]] = []
+
+    def submit(self, item: In) -> Future[Out | Exception]:
+        if not self._items:
+            self._schedule(self._send)
+        future: Future[Out | Exception] = Future()
+        self._items.append(item)
+        self._futures.append(future)
+        return future
+
+    def _send(self) -> None:
+        items, futures = self._items, self._futures
+        self._items, self._futures = [], []
+        try:
+            self.pool.send(items, futures)
+        except Exception as exc:  # the pool is closed: each item's future says so
+            for future in futures:
+                future.set_exception(exc)
 
 
 def prepared_by(pool: PreparePool[In, Out], future: Future[Out | Exception], item: In) -> Out:
-    """What ``future`` (``pool.submit(item)``) gives, waited for on this thread; raises what preparing
-    ``item`` raised.  Sent again once if its worker died on the way."""
+    """What ``future`` (:meth:`TurnBatcher.submit`) gives, waited for on this thread; raises what
+    preparing ``item`` raised.  Sent again once if its worker died on the way."""
     try:
         result = future.result()
     except BrokenProcessPool:
-        result = pool.submit(item).result()
+        again: Future[Out | Exception] = Future()
+        pool.send([item], [again])
+        result = again.result()
     if isinstance(result, Exception):
         raise result
     return result

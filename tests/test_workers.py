@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from zhtexts import edit_chars, news_page, with_attribution
 from scrapy_zhdedup import DedupConfig, EmptyTextError
 from scrapy_zhdedup.engine import Deduper, Fingerprinter
 from scrapy_zhdedup.judge import Prepared, judge
-from scrapy_zhdedup.workers import Job, PreparePool, prepare_job
+from scrapy_zhdedup.workers import Job, PreparePool, TurnBatcher, prepare_job, prepared_by
 
 ARTICLES = zhtexts.articles(40)
 
@@ -97,6 +98,42 @@ def test_features_travel_back_from_the_workers(text: bool) -> None:
     assert prepared.features._replace(sketch=None) == local.features._replace(sketch=None)
     assert prepared.features.sketch.to_bytes() == local.features.sketch.to_bytes()
     assert prepared.digest == local.digest and prepared.clean == (local.clean if text else "")
+
+
+def test_the_items_of_one_turn_go_together_and_each_result_comes_back_to_its_future() -> None:
+    """TurnBatcher: nothing is sent until the turn ends (the callback it scheduled runs), then every item
+    of the turn at once; a bad item is its own error value; the next turn schedules again."""
+    turns_ended: list[Callable[[], None]] = []
+    with PreparePool(DedupConfig(), _fingerprint_len, workers=2) as pool:
+        batcher = TurnBatcher(pool, turns_ended.append)
+        futures = [batcher.submit(text) for text in ["中文", "boom", "中文字", "一二三四", "五"]]
+        assert len(turns_ended) == 1 and not any(f.done() for f in futures)
+        turns_ended[0]()
+        results = [f.result(timeout=60) for f in futures]
+        later = batcher.submit("六七")
+        assert len(turns_ended) == 2
+        turns_ended[1]()
+        assert later.result(timeout=60) == 2
+    assert results[0] == 2 and isinstance(results[1], ValueError) and results[2:] == [3, 4, 1]
+
+
+def _dies_once(fingerprinter: Fingerprinter, text: str) -> int:
+    """Kills its worker the first time it sees ``die:<marker file>``, as the OOM killer would."""
+    if text.startswith("die:") and not os.path.exists(text[4:]):
+        Path(text[4:]).touch()
+        os._exit(1)
+    return len(text)
+
+
+def test_items_lost_with_a_killed_worker_are_sent_again_to_a_new_pool(tmp_path: Path) -> None:
+    turns_ended: list[Callable[[], None]] = []
+    items = ["一二", f"die:{tmp_path / 'died'}", "三四五", "六"]
+    with PreparePool(DedupConfig(), _dies_once, workers=2) as pool:
+        batcher = TurnBatcher(pool, turns_ended.append)
+        futures = [batcher.submit(text) for text in items]
+        turns_ended[0]()
+        results = [prepared_by(pool, future, item) for future, item in zip(futures, items)]
+    assert results == [len(text) for text in items] and (tmp_path / "died").exists()
 
 
 def test_workers_must_be_positive() -> None:
