@@ -176,8 +176,11 @@ def build(directory: Path, n_docs: int, n_probe: int, seed: int, workers: int) -
     """Scan the first ``n_docs`` generated documents into ``directory/store``; keep the next ``n_probe``
     (half of them as pages) in ``directory/probe.jsonl``.  Returns that run's figures (cached)."""
     done = directory / "build.json"
-    if done.exists():
-        return dict(json.loads(done.read_text(encoding="utf-8")))
+    if done.exists():  # its figures are that run's, not this one's: the table says so
+        cached = dict(json.loads(done.read_text(encoding="utf-8")))
+        print(f"using the store built {cached.get('built_at', 'earlier')} in {directory} (delete it to build again)",
+              flush=True)
+        return {**cached, "cached": True}
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     print(f"building a store of {n_docs:,} documents in {directory} (scan --workers {workers}) ...", flush=True)
@@ -205,7 +208,8 @@ def build(directory: Path, n_docs: int, n_probe: int, seed: int, workers: int) -
         generator.wait()
     write_probe(directory / "probe.jsonl", probe, seed)
     figures = {"docs": n_docs, "workers": workers, "wall_s": round(wall, 1), **summary(stderr), **asdict(memory),
-               "load_avg_end": [round(x, 2) for x in os.getloadavg()]}
+               "load_avg_end": [round(x, 2) for x in os.getloadavg()],
+               "built_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     done.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return figures
 
@@ -259,7 +263,8 @@ def run(n_docs: int, n_probe: int, seed: int, workers: int) -> tuple[dict[str, A
         probes.append(probe_run(directory, w))
         print(f"  scan --workers {w}: peak {common.mib(probes[-1]['peak_sum'])}", flush=True)
     mib = common.mib
-    rows = [[f"scan of {n_docs:,} docs into an empty store, --workers {built['workers']} (the build)",
+    when = f", cached from {built.get('built_at', 'an earlier run')}" if built.get("cached") else ""
+    rows = [[f"scan of {n_docs:,} docs into an empty store, --workers {built['workers']} (the build{when})",
              mib(built["peak_sum"]), mib(built["peak_pss"]), mib(built["sum_of_peaks"]), mib(built["main_peak"]),
              built["processes"], built["docs_per_s"]]]
     rows += [[f"scan of {n_probe:,} docs (half HTML) against it, --workers {p['workers']}", mib(p["peak_sum"]),
