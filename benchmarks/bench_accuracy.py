@@ -112,7 +112,7 @@ def minhash_lsh(shingle: int, threshold: float) -> Judge:
 
 
 LONG_METHODS: dict[str, Judge] = {
-    "ours, default (sketch keys + SimHash bands k=3, sketch-verified)": ours(),
+    "ours, default (sketch keys, sketch-verified)": ours(),
     "ours, features=words": ours(features="words"),
     "ours, features=chars n=2": ours(features="chars", shingle_size=2),
     "ours, features=chars n=3": ours(features="chars", shingle_size=3),
