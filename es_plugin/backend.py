@@ -171,8 +171,10 @@ class ElasticsearchBackend:
         self._own_client = client is None
         self._fingerprinter = Fingerprinter(dedup)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zhdedup-es")
-        self._processes = PreparePool(dedup, prepare_for_index, workers).__enter__() if workers > 1 else None
-        self._turns: TurnBatcher[IndexJob, Indexable] | None = None  # made on the event loop, by the first judge()
+        # with worker processes, the items of one event-loop turn go to them together
+        self._turns: TurnBatcher[IndexJob, Indexable] | None = None if workers <= 1 else TurnBatcher(
+            PreparePool(dedup, prepare_for_index, workers).__enter__(),
+            lambda send: asyncio.get_running_loop().call_soon(send))
         self._window: LookupWindow | None = None  # made on the event loop, by the first judge()
         self._decided: asyncio.Future[None] | None = None  # set once the last judge_many called has decided
         self._in_order = in_order
@@ -229,13 +231,11 @@ class ElasticsearchBackend:
         DeadLetterError once documents can go nowhere.
         """
         self._check_open()
-        if self._processes is None:
+        if self._turns is None:
             prepared = await self._on_worker(lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
             return await self.judge_prepared(prepared, document)
         # waited for on the one worker thread, so items reach the lookups in arrival order
-        if self._turns is None:
-            self._turns = TurnBatcher(self._processes, asyncio.get_running_loop().call_soon)
-        job, processes = (doc_id, text, html, self.search.segments), self._processes
+        job, processes = (doc_id, text, html, self.search.segments), self._turns.pool
         future = self._turns.submit(job)
         prepared, words = await self._on_worker(lambda: prepared_by(processes, future, job))
         return await self.judge_prepared(prepared, document, words)
@@ -365,8 +365,8 @@ class ElasticsearchBackend:
             if self._own_client and self._client is not None:
                 await self._client.close()
             self._executor.shutdown(wait=False)
-            if self._processes is not None:
-                self._processes.__exit__(None, None, None)
+            if self._turns is not None:
+                self._turns.pool.__exit__(None, None, None)
         if self.dead_lettered:
             logger.error("zhdedup: %d documents could not be judged or stored in Elasticsearch; they are in %s. "
                          "Store them with: %s", self.dead_lettered, self.dead_letter_path, self.replay_hint())

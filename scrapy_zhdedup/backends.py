@@ -77,7 +77,7 @@ class EmbeddedBackend:
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="zhdedup")
         self._pool.start()
         # with worker processes, the items of one reactor turn go to them together (whichever reactor runs)
-        self._turns: TurnBatcher[Job, Prepared] | None = None if workers == 1 else TurnBatcher(
+        self._turns: TurnBatcher[Job, Prepared] | None = None if workers <= 1 else TurnBatcher(
             PreparePool(config, prepare_job, workers, text=False).__enter__(), lambda send: CallLaterOnce(send).schedule())
 
     @classmethod

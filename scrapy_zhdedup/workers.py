@@ -233,12 +233,12 @@ def _spread(futures: Sequence[Future[Out | Exception]], chunk: Future[list[Out |
     """A chunk's results to its items' futures, or the error that lost it (a chunk cancelled by the
     replacement of a broken pool counts as lost with it: :func:`prepared_by` sends its items again)."""
     error = BrokenProcessPool("the pool was replaced") if chunk.cancelled() else chunk.exception()
-    results = [] if error is not None else chunk.result()
-    for i, future in enumerate(futures):
-        if error is not None:
+    if error is not None:
+        for future in futures:
             future.set_exception(error)
-        else:
-            future.set_result(results[i])
+        return
+    for future, result in zip(futures, chunk.result()):
+        future.set_result(result)
 
 
 class TurnBatcher(Generic[In, Out]):
