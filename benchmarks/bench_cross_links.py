@@ -29,6 +29,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from benchmarks import bench_recall, common, recall_sets, sources, truth
 from benchmarks.corpus import SHINGLE as TRUTH_SHINGLE
 from benchmarks.exact_overlaps import ExactOverlaps
@@ -39,23 +41,28 @@ from scrapy_zhdedup.sketch import SHINGLE, Overlap, shingle_hashes
 CAUSES = ("punctuation", "rule", "estimate")
 
 
-def overlap(a: str, b: str, n: int) -> tuple[float, float, int]:
-    """Exact (Jaccard, containment of the smaller, its shingles) on ``n``-grams of word characters."""
-    x, y = shingle_hashes(a, n), shingle_hashes(b, n)
-    jaccard, containment = truth.overlap(x, y)
-    return jaccard, containment, min(x.size, y.size)
+def overlap(new: str, earlier: str, n: int) -> Overlap:
+    """Exact overlap of ``new`` with ``earlier`` on ``n``-grams of word characters."""
+    x, y = shingle_hashes(new, n), shingle_hashes(earlier, n)
+    shared = np.intersect1d(x, y, assume_unique=True).size
+    return Overlap(shared / (x.size + y.size - shared), shared / max(x.size, 1), x.size, y.size)
 
 
-def cause(a: str, b: str, rule: NearRule) -> tuple[str, float]:
-    """Why a link between ``a`` and ``b`` was made (:data:`CAUSES`), and their exact overlap on the
-    engine's shingles (the larger of Jaccard and, for a long enough smaller text, containment)."""
-    jaccard, containment, smaller = overlap(a, b, SHINGLE)
-    exact = max(jaccard, containment if smaller >= rule.min_contained else 0.0)
-    if truth.is_duplicate(*overlap(a, b, TRUTH_SHINGLE)):
-        return "punctuation", exact
-    if rule.score(Overlap(jaccard, containment, smaller)) is not None:
-        return "rule", exact
-    return "estimate", exact
+def cause(new: str, earlier: str, rule: NearRule) -> tuple[str, float]:
+    """Why ``new`` was linked to ``earlier`` (:data:`CAUSES`), and their exact Jaccard on the engine's
+    shingles."""
+    mine = overlap(new, earlier, SHINGLE)
+    if truth.is_duplicate(*truth.overlap(*(shingle_hashes(t, TRUTH_SHINGLE) for t in (new, earlier))),
+                          *_sizes(new, earlier)):
+        return "punctuation", mine.jaccard
+    if rule.reason(mine) is not None:
+        return "rule", mine.jaccard
+    return "estimate", mine.jaccard
+
+
+def _sizes(a: str, b: str) -> tuple[int, int]:
+    x, y = shingle_hashes(a, TRUTH_SHINGLE), shingle_hashes(b, TRUTH_SHINGLE)
+    return min(x.size, y.size), max(x.size, y.size)
 
 
 def scores(docs: Sequence[recall_sets.Doc], links: Sequence[str | None]) -> dict[str, float]:

@@ -21,6 +21,13 @@ repeats (``dup_of``) or none. Scores:
 - **recall by similarity band** (natural): share of true pairs, binned by their 5-gram Jaccard,
   that end up in one predicted cluster.
 - **look-alikes merged**: look-alike documents whose predicted cluster holds another group.
+- **mostly new** (issue 31's invariant): links whose later text has more than half of its
+  normalised shingles (the engine's 4-grams of word characters) absent from the text it is said to
+  repeat, counted exactly: each is an article that ``drop`` mode would delete although it is new.
+- **word-character truth** (natural): P/R/F1 again against the same join on word characters only
+  (``recall_sets.word_groups``: punctuation-only variants are one text to a reader).
+- **largest clusters** (natural, the engine's defaults): the three largest predicted clusters, how
+  many true groups each holds and the start of its first members, to read by eye.
 
 Writes ``benchmarks/results/recall-<corpus>.json`` and prints Markdown tables. docs/s is the
 judging alone (sets are built before; each method first judges a few documents untimed, so its
@@ -42,6 +49,8 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
+import numpy as np
+
 from benchmarks import common, recall_sets, sources, truth
 from benchmarks.bench_accuracy import minhash_lsh, simhash_jieba
 from benchmarks.corpus import Record
@@ -49,13 +58,11 @@ from benchmarks.exact_overlaps import ExactOverlaps
 from benchmarks.recall_sets import Doc
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.errors import EmptyTextError
+from scrapy_zhdedup.sketch import shingle_hashes
 
 Judge = Callable[[Sequence[Doc]], Iterator[str | None]]
 HOST_LINE_PAGES = 3
 WARM_UP = 20
-# The stricter line at which exact overlaps keep every synthetic kind of the tuning news set >= 0.90
-# (the frontier of benchmarks/README.md, "Thresholds and sketch size").
-STRICTER = DedupConfig(similarity=0.68, containment=0.90)
 
 
 def on_records(judge: Callable[[Sequence[Record]], Iterator[str | None]]) -> Judge:
@@ -107,17 +114,17 @@ class Ours:
         self.bytes_per_doc = {part: size / n for part, size in deduper.store.nbytes().items() if part != "bloom"}
 
 
+DEFAULTS = "zhdedup scan defaults"
+
+
 def methods() -> dict[str, Judge]:
     """Fresh judges (each keeps its own memory figures): ours, its variants, the peers."""
     return {
-        "zhdedup scan defaults": Ours(),
+        DEFAULTS: Ours(),
         "ours, passages on": Ours(DedupConfig(passages=True)),
         "ours, SimHash bands on": Ours(DedupConfig(simhash_bands=True)),
-        "ours, similarity 0.75": Ours(DedupConfig(similarity=0.75)),
         "ours + per-host repeated lines removed": Ours(host_lines=True),
-        "ours, similarity 0.68, containment 0.90": Ours(STRICTER),
         "ours on exact overlaps (no sketch error)": Ours(overlaps=ExactOverlaps),
-        "ours on exact overlaps, 0.68 / 0.90": Ours(STRICTER, overlaps=ExactOverlaps),
         "simhash: jieba words, SimhashIndex(k=3)": on_records(simhash_jieba),
         "datasketch: 3-gram MinHashLSH(0.5)": on_records(minhash_lsh(3, 0.5)),
         "datasketch: 3-gram MinHashLSH(0.7)": on_records(minhash_lsh(3, 0.7)),
@@ -138,6 +145,9 @@ class Score:
     due: Counter[str] = field(default_factory=Counter)  # per kind: documents with an earlier group member
     bands: dict[str, tuple[int, int]] = field(default_factory=dict)  # band -> (pairs joined, pairs)
     lookalikes_merged: int = 0
+    mostly_new: int = 0  # links whose later text is mostly absent from the text it is said to repeat
+    words: tuple[float, float, float] | None = None  # P/R/F1 against the word-character truth (natural)
+    largest: list[dict[str, Any]] = field(default_factory=list)  # the three largest predicted clusters
     bytes_per_doc: dict[str, float] = field(default_factory=dict)  # ours only: store memory by part
 
     def recall_of(self, kind: str) -> float | None:
@@ -147,6 +157,7 @@ class Score:
         return {"precision": self.precision, "recall": self.recall, "f1": self.f1, "docs_per_s": self.docs_per_s,
                 "recall_by_kind": {k: self.recall_of(k) for k in self.due}, "found": dict(self.found),
                 "due": dict(self.due), "bands": self.bands, "lookalikes_merged": self.lookalikes_merged,
+                "mostly_new": self.mostly_new, "word_truth": self.words, "largest": self.largest,
                 "bytes_per_doc": self.bytes_per_doc}
 
 
@@ -174,7 +185,33 @@ def warm_up(docs: Sequence[Doc]) -> list[Doc]:
     return [*docs[:WARM_UP], max(docs, key=lambda d: len(d.text))]
 
 
-def score(docs: Sequence[Doc], judge: Judge, pairs: Sequence[truth.Pair] = ()) -> Score:
+def mostly_new(docs: Sequence[Doc], links: Sequence[str | None]) -> int:
+    """Links whose later text has more than half of its shingles absent from its ``dup_of``, exactly."""
+    row = {d.id: i for i, d in enumerate(docs)}
+    count = 0
+    for doc, target in zip(docs, links):
+        if target is None:
+            continue
+        mine, theirs = shingle_hashes(doc.text), shingle_hashes(docs[row[target]].text)
+        count += np.isin(mine, theirs, assume_unique=True).sum() < 0.5 * mine.size
+    return count
+
+
+def largest_clusters(docs: Sequence[Doc], pred: Sequence[int], n: int = 3, shown: int = 4) -> list[dict[str, Any]]:
+    """The ``n`` largest predicted clusters: size, true groups inside, and their first members' starts."""
+    members: dict[int, list[int]] = defaultdict(list)
+    for i, c in enumerate(pred):
+        members[c].append(i)
+    out = []
+    for cluster in sorted(members, key=lambda c: (-len(members[c]), c))[:n]:
+        rows = members[cluster]
+        out.append({"size": len(rows), "true_groups": len({docs[i].group for i in rows}),
+                    "members": [docs[i].text[:40].replace("\n", " ") for i in rows[:shown]]})
+    return out
+
+
+def score(docs: Sequence[Doc], judge: Judge, pairs: Sequence[truth.Pair] = (),
+          word_labels: Sequence[int] | None = None) -> Score:
     for _ in judge(warm_up(docs)):  # every judge starts from fresh state on each call
         pass
     t0 = time.process_time()  # CPU time: the cores are shared, wall time would measure the neighbours
@@ -186,6 +223,10 @@ def score(docs: Sequence[Doc], judge: Judge, pairs: Sequence[truth.Pair] = ()) -
     s = Score(p, r, f1, len(docs) / seconds if seconds else 0.0)
     if isinstance(judge, Ours):
         s.bytes_per_doc = dict(judge.bytes_per_doc)
+    s.mostly_new = mostly_new(docs, links)
+    if word_labels is not None:
+        s.words = pairwise(pred, word_labels)
+        s.largest = largest_clusters(docs, pred)
     seen: set[str] = set()
     for d, target in zip(docs, links):
         if d.group in seen:
@@ -210,7 +251,7 @@ def build_sets(corpus: str, n_base: int, lookalike_pairs: int, seed: int) -> dic
     if corpus in sources.LONG_CORPORA:
         articles = sources.long_corpus(corpus)
         pool = [a for a in articles if 300 <= len(a.text) <= 5000]
-        natural_docs, pairs = recall_sets.natural([a.text for a in articles], f"{corpus}-nat", min_chars=100)
+        natural_docs, pairs = recall_sets.natural([a.text for a in articles], f"{corpus}-nat")
         # synthetic originals must not be natural duplicates of each other
         clustered = {d.text for d in natural_docs if d.kind == "natural"}
         pool = [a for a in pool if recall_sets.clean_or_empty(a.text) not in clustered]
@@ -246,9 +287,13 @@ def tables(corpus: str, set_name: str, docs: Sequence[Doc], scores: dict[str, Sc
     kinds = sorted({k for s in scores.values() for k in s.due}, key=lambda k: (k != "natural", k))
     n_dups = sum(next(iter(scores.values())).due.values())
     head = f"{corpus} / {set_name}: {len(docs):,} documents, {n_dups:,} with an earlier duplicate"
+    words = ["P / R / F1, word-character truth"] if any(s.words for s in scores.values()) else []
     out = [head + "\n" + common.table(
-        ["method", "precision", "recall", "F1", "look-alikes merged", "docs/s", "sketch+keys B/doc", "store B/doc"],
-        [[m, f"{s.precision:.3f}", f"{s.recall:.3f}", f"{s.f1:.3f}", s.lookalikes_merged, f"{s.docs_per_s:.0f}",
+        ["method", "precision", "recall", "F1", *words, "mostly new", "look-alikes merged", "docs/s",
+         "sketch+keys B/doc", "store B/doc"],
+        [[m, f"{s.precision:.3f}", f"{s.recall:.3f}", f"{s.f1:.3f}",
+          *([" / ".join(f"{x:.3f}" for x in s.words)] if s.words else [] if not words else ["-"]),
+          s.mostly_new, s.lookalikes_merged, f"{s.docs_per_s:.0f}",
           _bytes(s.bytes_per_doc, ("sketches", "sketch_keys")), _bytes(s.bytes_per_doc, tuple(s.bytes_per_doc))]
          for m, s in scores.items()])]
     out.append(f"{corpus} / {set_name}: recall by kind\n" + common.table(
@@ -273,8 +318,9 @@ def run_corpus(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
     printed: list[str] = []
     for set_name, (docs, pairs) in sets.items():
         scores: dict[str, Score] = {}
+        word_labels = recall_sets.word_groups(docs) if set_name == "natural" else None
         for method, judge in methods().items():
-            scores[method] = s = score(docs, judge, pairs)
+            scores[method] = s = score(docs, judge, pairs, word_labels)
             print(f"  [{corpus}/{set_name}] {method}: P={s.precision:.3f} R={s.recall:.3f} F1={s.f1:.3f} "
                   f"{s.docs_per_s:.0f} docs/s", flush=True)
         furniture = [d.furniture for d in docs if d.host and d.kind.startswith("retemplate")]
@@ -292,6 +338,11 @@ def run_corpus(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
                            f"removes {100 * statistics.mean(removed):.1f} % of their characters")
         if pairs:
             entry["spot_check"] = spot_check(docs, pairs, 10, seed)
+        for method, s in scores.items():
+            if s.largest and method == DEFAULTS:
+                printed.append(f"{corpus} / {set_name}: largest clusters ({method})\n" + "\n".join(
+                    f"- {c['size']} documents, {c['true_groups']} true group(s): " + " | ".join(c["members"])
+                    for c in s.largest))
         result["sets"][set_name] = entry
         printed += tables(corpus, set_name, docs, scores)
     result["printed"] = printed

@@ -26,9 +26,9 @@ OverlapOf = Callable[[Shingles, Shingles], Overlap]
 
 
 def exact(a: Shingles, b: Shingles) -> Overlap:
-    """Jaccard and containment of the smaller set, counted."""
-    shared, smaller = len(a & b), min(len(a), len(b))
-    return Overlap(shared / len(a | b), shared / smaller, smaller)
+    """Jaccard and the share of the new text ``a`` inside the earlier ``b``, counted."""
+    shared = len(a & b)
+    return Overlap(shared / len(a | b), shared / len(a), len(a), len(b))
 
 
 class SimulatedSketch:
@@ -90,9 +90,11 @@ class ExactOverlaps:
                 hits = []
             values = np.frombuffer(index._values, dtype=np.uint16).reshape(-1, SIZE)
             for row in rows:
-                score = index.rule.score(overlap(mine, table[values[row].tobytes(), index._shingles[row]]))
-                if score is not None:
-                    hits.append(Hit(row, hamming(index.bands.fingerprint(row), features.fingerprint), score))
+                o = overlap(mine, table[values[row].tobytes(), index._shingles[row]])
+                why = index.rule.reason(o)
+                if why is not None:
+                    hits.append(Hit(row, hamming(index.bands.fingerprint(row), features.fingerprint), o.jaccard,
+                                    o.contained, why))
             return hits
 
         with mock.patch.object(engine, "sketch", recording), mock.patch.object(NearIndex, "verify", verify):

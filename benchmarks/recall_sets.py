@@ -51,6 +51,7 @@ class Doc:
 
 
 _WS = re.compile(r"\s+")
+_NOT_WORD = re.compile(r"[^\w\u3400-\u9fff]+")
 _cleaner = TextCleaner()
 
 
@@ -145,7 +146,7 @@ def synthetic_long(bases: Sequence[Article], n_base: int, lookalike_pairs: int, 
 
 def natural(texts: Sequence[str], prefix: str, min_chars: int = 1) -> tuple[list[Doc], list[truth.Pair]]:
     """The corpus in its own order, texts of at least ``min_chars`` cleaned characters, grouped by
-    the exact duplicate join (on cleaned text)."""
+    the exact duplicate join (on cleaned text, spacing removed)."""
     cleaned = [c for c in (clean_or_empty(t) for t in texts) if len(c) >= min_chars]
     pairs = truth.duplicate_pairs([_WS.sub("", c) for c in cleaned])
     labels = truth.clusters(len(cleaned), pairs)
@@ -153,6 +154,12 @@ def natural(texts: Sequence[str], prefix: str, min_chars: int = 1) -> tuple[list
     docs = [Doc(f"{prefix}-{i:06d}", c, f"{prefix}-g{labels[i]:06d}",
                 "natural" if sizes[labels[i]] > 1 else "original") for i, c in enumerate(cleaned)]
     return docs, pairs
+
+
+def word_groups(docs: Sequence[Doc]) -> list[int]:
+    """The same join on word characters only (punctuation removed too, as the engine compares texts):
+    "性价比很高。" and "性价比很高" share no 5-gram with the marks kept, and are one text to a reader."""
+    return truth.clusters(len(docs), truth.duplicate_pairs([_NOT_WORD.sub("", d.text) for d in docs]))
 
 
 # --- short synthetic ---------------------------------------------------------------------

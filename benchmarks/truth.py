@@ -2,8 +2,9 @@
 
 A pair is a duplicate when the character 5-gram sets of the two texts have Jaccard ≥ 0.7, or
 when ≥ 90 % of the smaller set is inside the larger (containment: a copy with a new headline,
-a truncated copy) and the smaller has at least 10 shingles (a caption is not a copy of an
-article). Clusters are the connected components of those pairs.
+a truncated copy), the smaller has at least 10 shingles and at least half as many as the larger
+(a caption, a disclaimer or a stock clause is not a copy of the article that quotes it). Clusters
+are the connected components of those pairs.
 
 The join is exact, not LSH: both conditions imply an overlap of at least 0.7 × the smaller
 set, so (prefix filtering, Chaudhuri et al. 2006) the smaller text x shares at least one of its
@@ -25,6 +26,7 @@ from benchmarks.corpus import shingle_hashes
 JACCARD = 0.7
 CONTAINMENT = 0.9
 MIN_CONTAINED = 10  # containment counts only for a smaller text of at least this many shingles
+MIN_SHARE = 0.5  # ... and at least this share of the larger text's
 MIN_OVERLAP = min(JACCARD, CONTAINMENT)  # both conditions imply overlap >= this share of the smaller set
 
 
@@ -43,8 +45,9 @@ def overlap(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return (inter / union if union else 1.0), (inter / min(x.size, y.size) if min(x.size, y.size) else 1.0)
 
 
-def is_duplicate(jaccard: float, containment: float, smaller: int) -> bool:
-    return jaccard >= JACCARD or (containment >= CONTAINMENT and smaller >= MIN_CONTAINED)
+def is_duplicate(jaccard: float, containment: float, smaller: int, larger: int) -> bool:
+    return jaccard >= JACCARD or (containment >= CONTAINMENT and smaller >= MIN_CONTAINED
+                                  and smaller >= MIN_SHARE * larger)
 
 
 def duplicate_pairs(texts: list[str]) -> list[Pair]:
@@ -69,7 +72,7 @@ def duplicate_pairs(texts: list[str]) -> list[Pair]:
             if y == x or sizes[y] < xs.size or (sizes[y] == xs.size and y < x):
                 continue
             j, c = overlap(xs, sets[y])
-            if is_duplicate(j, c, xs.size):
+            if is_duplicate(j, c, xs.size, sizes[y]):
                 pairs.append(Pair(min(x, y), max(x, y), j, c))
     pairs.sort(key=lambda p: (p.a, p.b))
     return pairs

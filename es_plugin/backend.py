@@ -440,7 +440,8 @@ class ElasticsearchBackend:
         else:
             features = query_features(prepared.features)
             self.buffer.enqueue(Action("create", digest, self._source(verdict, document, features, words)),
-                                (digest, Match(verdict.doc_id, verdict.cluster, 0), features))
+                                (digest, Match(verdict.doc_id, verdict.cluster, 0), features,
+                                 verdict.status == "unique"))
 
     def _source(self, verdict: Verdict, document: dict[str, Any], features: Features | None = None,
                 words: str | None = None) -> dict[str, Any]:

@@ -90,10 +90,18 @@ class IndexMemory(EmbeddedStore):
         super().remember(prepared, verdict, match)
 
     def load(self, meta: dict[str, Any], passages: list[int]) -> None:
-        """Take back a document judged earlier, from its ``zhdedup`` object and its passage keys."""
-        if meta["status"] != "exact":
-            self.add(meta["doc_id"], meta["hash"], stored_features(meta, passages))
-            self.clusters.append(meta["cluster"])
+        """Take back a document judged earlier, from its ``zhdedup`` object and its passage keys: an
+        original as a candidate for later documents, a near repeat only for its exact copies."""
+        if meta["status"] == "exact":
+            return
+        repeats = None
+        if meta["status"] == "near":
+            rows = [self._entry_rows[e] for e in self._entries(meta.get("dup_of") or "")]
+            repeats = Match(meta.get("dup_of") or "", meta["cluster"], meta.get("distance") or 0,
+                            meta.get("similarity") or 0.0, meta.get("contained") or 0.0, meta.get("reason") or "similar",
+                            row=max(rows, default=-1))
+        self.add(meta["doc_id"], meta["hash"], stored_features(meta, passages), repeats)
+        self.clusters.append(meta["cluster"])
 
 
 class ClusterReport:

@@ -52,9 +52,10 @@ class PendingBatch:
     def __post_init__(self) -> None:
         self.near = NearIndex(self.keys, self.rule)
 
-    def add(self, digest: str, own: Match, features: Features) -> None:
+    def add(self, digest: str, own: Match, features: Features, original: bool) -> None:
+        """Index a document written in this batch (``original``: unique, so a candidate for later texts)."""
         self.hashes[digest] = own
-        self.near.add(features)
+        self.near.add(features, original)
         self.rows.append(own)
 
 
@@ -116,7 +117,7 @@ class BulkBuffer:
             if hit is not None:
                 row = batch.rows[hit.row]
                 found.append((hit.similarity, (PENDING_AGE, batch.seq, hit.row),
-                              Match(row.doc_id, row.cluster, hit.distance, hit.similarity)))
+                              Match(row.doc_id, row.cluster, hit.distance, hit.similarity, hit.contained, hit.reason)))
         return found
 
     def _forget_written(self) -> None:
@@ -126,9 +127,10 @@ class BulkBuffer:
 
     # -- filling and writing ---------------------------------------------------------------------------
 
-    def enqueue(self, action: Action, pending: tuple[str, Match, Features] | None = None) -> None:
-        """Add ``action`` to the open batch, and ``pending`` (its content hash, match and features) to
-        that batch's local index.  An action that would take a batch with others past ``MAX_BULK_BYTES``
+    def enqueue(self, action: Action, pending: tuple[str, Match, Features, bool] | None = None) -> None:
+        """Add ``action`` to the open batch, and ``pending`` (its content hash, match, features and whether
+        it is a cluster's original) to that batch's local index.  An action that would take a batch with
+        others past ``MAX_BULK_BYTES``
         starts the next one: a document too large for the node (413) is then refused alone, not with
         every document of its bulk."""
         size = size_of(action.body)

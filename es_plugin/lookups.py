@@ -3,8 +3,9 @@
 * :class:`EsLookups`: the realtime ``GET`` of ``_id = content hash`` (exact repeats, flushed by any
   writer, refreshed or not) and the near search (``bool/should`` over the sketch keys, and the
   SimHash band and passage keys when in use: the keys of nearindex.py as keyword fields; first an
-  unranked ``terms`` search, which answers most texts at a fraction of the cost), each hit verified
-  on its stored sketch by the shared :class:`~scrapy_zhdedup.judge.NearRule`.
+  unranked ``terms`` search, which answers most texts at a fraction of the cost), among cluster
+  originals only (``zhdedup.status: unique``, as nearindex.py keys only originals), each hit verified
+  on its stored sketch by the shared :meth:`~scrapy_zhdedup.judge.NearRule.accept`.
 * :class:`EsAnswers`: the :class:`~scrapy_zhdedup.judge.Store` of one judgement: Elasticsearch's
   answers plus the batches of this process that searches cannot see yet (buffer.py); ``remember``
   hands the verdict back to the backend to enqueue.
@@ -20,11 +21,9 @@ from typing import Any
 import numpy as np
 
 from scrapy_zhdedup.errors import ZhDedupError
-from scrapy_zhdedup.fingerprint import hamming
 from scrapy_zhdedup.judge import Features, Match, NearRule, Prepared, Verdict, closest
 from scrapy_zhdedup.nearindex import CandidateKeys
 from scrapy_zhdedup.passages import votes_needed
-from scrapy_zhdedup.sketch import estimate_many
 
 from .buffer import BulkBuffer
 from .steps import Call, Steps
@@ -40,7 +39,9 @@ MAX_RESULT_WINDOW = 10_000  # Elasticsearch's default cap on from + size
 _SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.fp", "zhdedup.sketch", "zhdedup.seen_at"]
 _ALL_SOURCE = [*_SOURCE, "zhdedup.mh"]  # the keys too, to order an unranked search's hits as the ranked one would
 _EXACT_SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.status", "zhdedup.dup_of", "zhdedup.distance",
-                 "zhdedup.similarity", "zhdedup.hash", "zhdedup.fp"]  # the first copy and its own verdict (for a rerun of it)
+                 "zhdedup.similarity", "zhdedup.contained", "zhdedup.reason", "zhdedup.hash",
+                 "zhdedup.fp"]  # the first copy and its own verdict (for a rerun of it)
+ORIGINALS = {"term": {"zhdedup.status": "unique"}}  # near candidates: a cluster's original only (nearindex.py)
 # The unranked search is tried while fewer than this share of recent texts had a page of candidates
 # or more; each batch moves the share by CROWDED_WEIGHT of the difference (about the last ten batches).
 MAX_CROWDED = 0.5
@@ -56,8 +57,9 @@ def _shared(terms: list[tuple[str, str]], needed: int = 1) -> dict[str, Any]:
 
 
 def near_query(keys: CandidateKeys, features: Features) -> dict[str, Any]:
-    """Candidates (nearindex.py's keys): a shared sketch key, a shared SimHash band key (when on), or
-    enough shared passages; score = number of shared keys, so the likeliest pairs come first."""
+    """Candidates (nearindex.py's keys): originals with a shared sketch key, a shared SimHash band key
+    (when on), or enough shared passages; score = number of shared keys, so the likeliest pairs come
+    first."""
     clauses = [_shared([("zhdedup.mh", key) for key in sketch_terms(features.sketch_keys)])]
     if keys.simhash_bands:
         terms = keys.layout.terms(features.fingerprint).items()
@@ -65,7 +67,7 @@ def near_query(keys: CandidateKeys, features: Features) -> dict[str, Any]:
     if features.passages:
         passages = [("zhdedup.passages", format(key, "08x")) for key in features.passages]
         clauses.append(_shared(passages, votes_needed(len(passages), keys.passage_share)))
-    return {"bool": {"should": clauses, "minimum_should_match": 1}}
+    return {"bool": {"should": clauses, "minimum_should_match": 1, "filter": [ORIGINALS]}}
 
 
 def repeat_id(content_hash: str, doc_id: str) -> str:
@@ -160,7 +162,7 @@ class EsLookups:
         searches: list[dict[str, Any]] = []
         for keys in terms:
             searches += [{"index": self.index}, {
-                "query": {"terms": {"zhdedup.mh": keys}}, "size": SEARCH_PAGE + 1,
+                "query": {"bool": {"filter": [{"terms": {"zhdedup.mh": keys}}, ORIGINALS]}}, "size": SEARCH_PAGE + 1,
                 "_source": _ALL_SOURCE, "track_total_hits": False}]
         response = yield from self.policy.call(_msearch(searches), self.stats)
         more = []
@@ -179,16 +181,11 @@ class EsLookups:
         if not stored:
             return None
         sketches = [stored_sketch(z) for z in stored]
-        overlaps = estimate_many(features.sketch, np.stack([s.values for s in sketches]),
-                                 np.array([s.shingles for s in sketches]))
-        accepted = []
-        for z, overlap in zip(stored, overlaps):
-            score = self.rule.score(overlap)
-            if score is not None:
-                distance = hamming(int(z["fp"], 16), features.fingerprint)
-                accepted.append((score, (FLUSHED_AGE, z.get("seen_at", "")),
-                                 Match(z["doc_id"], z["cluster"], distance, score)))
-        return closest(accepted)
+        accepted = self.rule.accept(features, np.stack([s.values for s in sketches]),
+                                    np.array([s.shingles for s in sketches]), [int(z["fp"], 16) for z in stored])
+        return closest((a.similarity, (FLUSHED_AGE, stored[a.position].get("seen_at", "")),
+                        Match(stored[a.position]["doc_id"], stored[a.position]["cluster"], a.distance, a.similarity,
+                              a.contained, a.reason)) for a in accepted)
 
 
 def _hits(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -264,4 +261,5 @@ def _stored_verdict(z: dict[str, Any]) -> Verdict | None:
     if "status" not in z or "hash" not in z:
         return None
     return Verdict(z["doc_id"], z["status"], z.get("dup_of"), z.get("distance"), z["cluster"], z["hash"],
-                   int(z["fp"], 16) if z.get("fp") else None, similarity=z.get("similarity"))
+                   int(z["fp"], 16) if z.get("fp") else None, similarity=z.get("similarity"),
+                   contained=z.get("contained"), reason=z.get("reason"))

@@ -5,7 +5,7 @@ near-duplicates written by two processes within a refresh interval are both stor
 ``reconcile`` reads the whole index once in judgement order (``seen_at``, then ``doc_id``) from a
 point in time, feeds every document's stored features into one in-memory near index — a self-join
 on the SimHash band, sketch and passage keys, verified on the sketches, never pairwise, by the same
-rule as the embedded store (nearindex.py) —
+rule as the embedded store (nearindex.py: a document is compared with cluster originals only) —
 and marks each still-unique document that has an earlier near or exact neighbour in another cluster,
 with bulk partial updates (core APIs only, no scripts).
 Documents whose cluster was the marked document's move to the new cluster in the same pass.
@@ -91,7 +91,8 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
         cluster = moved.get(stored_cluster, stored_cluster)
         features = stored_features(doc) if doc.get("sketch") else None
         match = None
-        if features is not None and doc.get("status") == "unique":
+        original = doc.get("status") == "unique"  # a candidate for later documents, unless marked below
+        if features is not None and original:
             match = near.nearest(features)
         if match is not None and row_cluster[match.row] != cluster:
             counts["pairs"] += 1
@@ -103,11 +104,14 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
                 deletes.append(Action("delete", doc["_id"], index=doc["_index"]))
                 continue
             counts["marked"] += 1
+            exact = status == "exact"
             emit(Action("update", doc["_id"], {"zhdedup": {
                 "status": status, "dup_of": row_doc[match.row], "cluster": target, "distance": match.distance,
-                "similarity": rounded(match.similarity)}},
+                "similarity": 1.0 if exact else rounded(match.similarity),
+                "contained": 1.0 if exact else rounded(match.contained), "reason": "exact" if exact else match.reason}},
                 index=doc["_index"]))
             cluster = target
+            original = False
         elif cluster != stored_cluster:
             counts["reclustered"] += 1
             emit(Action("update", doc["_id"], {"zhdedup": {"cluster": cluster}}, index=doc["_index"]))
@@ -115,7 +119,7 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
             moved[name] = cluster
         clusters.add(cluster)
         if features is not None:
-            near.add(features)
+            near.add(features, original)
             row_doc.append(doc.get("doc_id", doc["_id"]))
             row_cluster.append(cluster)
             row_hash.append(doc.get("hash", ""))

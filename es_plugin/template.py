@@ -33,7 +33,7 @@ from scrapy_zhdedup.sketch import Sketch
 from .chinese import DEFAULT_SEARCH, SearchText
 from .steps import Steps, adrive, drive
 
-TEMPLATE_VERSION = 3  # 3: MinHash sketch and its keys; 2: fields mapped for Chinese search; replicas 0-1
+TEMPLATE_VERSION = 4  # 4: directed verdicts (contained, reason); 3: MinHash sketch and its keys; 2: Chinese search
 PRIORITY = 500  # above the usual catch-all templates, so ours is the one applied to the index
 
 
@@ -59,6 +59,8 @@ def dedup_properties(layout: BandLayout) -> dict[str, Any]:
         "hash": keyword, "doc_id": keyword, "status": keyword, "dup_of": keyword, "cluster": keyword,
         "distance": {"type": "integer"},
         "similarity": {"type": "half_float", "index": False},
+        "contained": {"type": "half_float", "index": False},
+        "reason": keyword,
         "seen_at": {"type": "date"},
         "version": keyword,
         "sketch": {"type": "binary"},
@@ -143,7 +145,8 @@ def zhdedup_fields(verdict: Verdict, layout: BandLayout, seen_at: datetime, *,
     out: dict[str, Any] = {
         "hash": verdict.content_hash, "doc_id": verdict.doc_id, "status": verdict.status,
         "dup_of": verdict.dup_of, "cluster": verdict.cluster, "distance": verdict.distance,
-        "similarity": verdict.similarity, "seen_at": seen_at.isoformat(timespec="milliseconds"), "version": __version__,
+        "similarity": verdict.similarity, "contained": verdict.contained, "reason": verdict.reason,
+        "seen_at": seen_at.isoformat(timespec="milliseconds"), "version": __version__,
     }
     if verdict.fingerprint is not None:
         out["fp"] = format(verdict.fingerprint, "016x")

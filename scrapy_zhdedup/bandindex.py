@@ -42,11 +42,12 @@ class BandIndex:
     def fingerprints(self) -> np.ndarray:
         return np.frombuffer(self._fps, dtype=np.uint64).copy()
 
-    def add(self, fp: int) -> int:
-        """Index ``fp``; returns its row number (rows are dense, in insertion order)."""
+    def add(self, fp: int, keyed: bool = True) -> int:
+        """Keep ``fp``, with its band keys unless ``keyed`` is False (a row that is never a candidate);
+        returns its row number (rows are dense, in insertion order)."""
         row = len(self._fps)
         self._fps.append(fp)
-        if self.keyed:
+        if self.keyed and keyed:
             self._table.add_many(self.layout.table_keys(fp), row)
         return row
 
@@ -83,15 +84,20 @@ class BandIndex:
         self._table.compact()
 
     @classmethod
-    def from_fingerprints(cls, layout: BandLayout, fps: np.ndarray, keyed: bool = True) -> BandIndex:
-        """Bulk build with one sort, used when a saved store is loaded."""
+    def from_fingerprints(cls, layout: BandLayout, fps: np.ndarray, keyed: bool = True,
+                          rows_keyed: np.ndarray | None = None) -> BandIndex:
+        """Bulk build with one sort, used when a saved store is loaded; ``rows_keyed`` (bool per row, default
+        all) says which rows get band keys."""
         index = cls(layout, keyed)
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
         index._fps.frombytes(fps.view(np.uint8).data)
         if not keyed:
             return index
-        keys = layout.table_keys_array(fps)
-        rows = np.repeat(np.arange(len(fps), dtype=np.uint32), keys.shape[1])
+        rows_of = np.arange(len(fps), dtype=np.uint32)
+        if rows_keyed is not None:
+            rows_of = rows_of[rows_keyed]
+        keys = layout.table_keys_array(fps[rows_of])
+        rows = np.repeat(rows_of, keys.shape[1])
         index._table = KeyTable.build(keys.ravel().astype(cls._key_dtype(layout)), rows)
         return index
 

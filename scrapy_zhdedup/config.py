@@ -67,10 +67,12 @@ class DedupConfig:
                                         "per near search on Elasticsearch)", group=NEAR)
     passage_share: float = option(0.2, "share of a text's passages an earlier text must contain to be a "
                                        "candidate", group=NEAR)
-    similarity: float = option(0.65, "estimated character 4-gram Jaccard at which a candidate is a near repeat",
+    similarity: float = option(0.68, "estimated character 4-gram Jaccard at which a candidate is a near repeat "
+                                     "(an edited copy, another site's template)",
                                group=NEAR)
-    containment: float = option(0.85, "estimated share of the shorter text inside the longer at which a "
-                                      "candidate is a near repeat (a repost with a new headline, a cut tail)",
+    containment: float = option(0.85, "estimated share of the new text inside an earlier one at which it is a "
+                                      "near repeat, when it is at least half as long (a cut copy, a new "
+                                      "headline); a text that embeds a shorter earlier one is not its repeat",
                                 group=NEAR)
     bloom_error_rate: float = option(0.001, "false-positive rate of the exact-repeat Bloom filter")
     bloom_capacity: int = option(100_000, "initial Bloom filter capacity; it grows past it")

@@ -13,6 +13,7 @@ from pathlib import Path
 from .config import DedupConfig
 from .features import Featurizer
 from .fingerprint import SimHasher
+from .furniture import without_furniture
 from .judge import Features, Prepared, Verdict, judge
 from .passages import passage_keys
 from .sketch import sketch
@@ -64,8 +65,10 @@ class Fingerprinter:
         return passage_keys(clean_text[: self.max_chars], self.passage_chars) if self.use_passages else []
 
     def features(self, clean_text: str) -> Features:
-        """Everything a near lookup needs, from the first ``max_chars`` characters."""
-        return Features.of(self.fingerprint(clean_text), self.passages(clean_text), sketch(clean_text[: self.max_chars]))
+        """Everything a near lookup needs, from the first ``max_chars`` characters without the furniture
+        lines (furniture.py: who published it, not what it says)."""
+        text = without_furniture(clean_text[: self.max_chars])
+        return Features.of(self.fingerprint(text), self.passages(text), sketch(text))
 
 
 class Deduper:

@@ -10,25 +10,30 @@ Every place that decides (the embedded store, the Elasticsearch backend, ``es de
   near this fingerprint", and remembers the verdict.
 * :class:`Features` are what near lookups use: the SimHash (the reported distance), the MinHash
   sketch (sketch.py) and its band keys, and passage keys when they are on.
-* :class:`NearRule` says when a candidate counts (by the estimated overlap of the sketches: Jaccard,
-  or containment of the smaller text) and :func:`closest` which one wins (the largest overlap, then
-  the oldest), for every store.
+* :class:`NearRule` says when a candidate counts, from the estimated overlap of the sketches, and
+  :meth:`NearRule.accept` is the one verification every store runs; :func:`closest` says which
+  accepted candidate wins (the most similar, then the oldest).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
 
-from .sketch import Overlap, Sketch, band_keys
+import numpy as np
+
+from .fingerprint import hamming
+from .sketch import Overlap, Sketch, band_keys, estimate_many
 
 if TYPE_CHECKING:
     from .engine import Fingerprinter
 
 Status = Literal["unique", "exact", "near"]
+Reason = Literal["exact", "similar", "contained"]  # what made a repeat: same text, overlap, inside the earlier
+REASONS: tuple[Reason, ...] = ("exact", "similar", "contained")
 Rerun = Literal["same", "changed"]
 T = TypeVar("T")
 
@@ -40,7 +45,9 @@ class Match:
     doc_id: str
     cluster: str
     distance: int
-    similarity: float = 1.0  # estimated overlap (sketch.py); 1.0 for an exact repeat
+    similarity: float = 1.0  # estimated shingle Jaccard (sketch.py); 1.0 for an exact repeat
+    contained: float = 1.0  # estimated share of the judged text inside this document
+    reason: Reason = "exact"
     row: int = field(default=-1, compare=False)
     verdict: Verdict | None = field(default=None, compare=False)  # its own, where the store returns it
 
@@ -55,7 +62,9 @@ class Verdict:
     content_hash: str
     fingerprint: int | None  # None for exact repeats: never computed
     rerun: Rerun | None = None  # the id was judged before: "same" content (stored verdict) or "changed"
-    similarity: float | None = None  # estimated overlap with dup_of, two decimals (None if unique)
+    similarity: float | None = None  # estimated shingle Jaccard with dup_of, two decimals (None if unique)
+    contained: float | None = None  # estimated share of this text inside dup_of, two decimals
+    reason: Reason | None = None  # what made it a repeat of dup_of (None if unique)
 
     @property
     def is_duplicate(self) -> bool:
@@ -63,11 +72,8 @@ class Verdict:
 
     def record(self) -> dict[str, Any]:
         """The ``zhdedup scan`` output line."""
-        return {"id": self.doc_id, "status": self.status, "dup_of": self.dup_of, "distance": self.distance,
-                "similarity": self.similarity}
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"id": self.doc_id, "status": self.status, "dup_of": self.dup_of, "reason": self.reason,
+                "similarity": self.similarity, "contained": self.contained, "distance": self.distance}
 
 
 def verdict_for(doc_id: str, content_hash: str, fingerprint: int | None, match: Match | None,
@@ -75,8 +81,11 @@ def verdict_for(doc_id: str, content_hash: str, fingerprint: int | None, match: 
     """The one place a match becomes a verdict."""
     if match is None:
         return Verdict(doc_id, "unique", None, None, doc_id, content_hash, fingerprint, rerun)
-    return Verdict(doc_id, "exact" if exact else "near", match.doc_id, match.distance, match.cluster,
-                   content_hash, fingerprint, rerun, 1.0 if exact else rounded(match.similarity))
+    if exact:
+        return Verdict(doc_id, "exact", match.doc_id, match.distance, match.cluster, content_hash, fingerprint, rerun,
+                       1.0, 1.0, "exact")
+    return Verdict(doc_id, "near", match.doc_id, match.distance, match.cluster, content_hash, fingerprint, rerun,
+                   rounded(match.similarity), rounded(match.contained), match.reason)
 
 
 def rounded(similarity: float) -> float:
@@ -172,23 +181,61 @@ def judge(prepared: Prepared, store: Store) -> Verdict:
     return verdict
 
 
+class Accepted(NamedTuple):
+    """A candidate the rule accepts: its position among those verified, and what the verdict reports."""
+
+    position: int
+    similarity: float
+    contained: float
+    reason: Reason
+    distance: int  # SimHash Hamming distance: reported, never decides
+
+
 @dataclass(frozen=True)
 class NearRule:
-    """When a candidate is a near repeat, from the estimated overlap of the two sketches: the same
-    answer for every store.  Jaccard covers edited copies; containment covers a copy that is mostly
-    inside the other (a new headline, a cut tail), once the smaller text is long enough for it."""
+    """When a candidate is a near repeat of the earlier document, from the estimated overlap of the two
+    sketches: the same answer for every store.
 
-    similarity: float = 0.65  # estimated shingle Jaccard
-    containment: float = 0.85  # estimated share of the smaller text's shingles inside the larger
-    min_contained: int = 10  # shingles the smaller text needs before containment alone decides
+    Directed, because a repeat is what a reader of the earlier document would learn little from:
 
-    def score(self, overlap: Overlap) -> float | None:
-        """The candidate's similarity if it is a near repeat (the larger of the two estimates that
-        pass), else None."""
-        contained = overlap.containment >= self.containment and overlap.smaller >= self.min_contained
-        if overlap.jaccard < self.similarity and not contained:
-            return None
-        return max(overlap.jaccard, overlap.containment if contained else 0.0)
+    * *similar*: shingle Jaccard ≥ ``similarity`` (an edited copy, another site's template);
+    * *contained*: ≥ ``containment`` of the new text is inside the earlier one, and the new text is at
+      least ``min_share`` of its length (a cut copy, a copy with a new headline or source line).
+
+    A later text that embeds or extends a shorter earlier one (an article ending with a known
+    disclaimer, a provision quoting a stock clause) has much of its own, so it is neither.  A text of
+    fewer than ``min_shingles`` shingles is a near repeat only of the same words (punctuation, width or
+    spacing changed): one changed character of a 10-character headline (深市 → 沪市) is another fact.
+    """
+
+    similarity: float = 0.68  # estimated shingle Jaccard
+    containment: float = 0.85  # estimated share of the new text inside the earlier one
+    min_share: float = 0.5  # a contained text is at least this share of the earlier text's shingles
+    min_shingles: int = 10
+
+    def reason(self, overlap: Overlap) -> Reason | None:
+        """Why the new text repeats the earlier one, or None if it does not."""
+        if overlap.shingles < self.min_shingles:
+            return "similar" if overlap.jaccard >= 1.0 else None
+        if overlap.jaccard >= self.similarity:
+            return "similar"
+        if overlap.contained >= self.containment and overlap.shingles >= self.min_share * overlap.other:
+            return "contained"
+        return None
+
+    def accept(self, features: Features, values: np.ndarray, shingles: np.ndarray,
+               fingerprints: Sequence[int]) -> list[Accepted]:
+        """The verification every store runs: which of the earlier sketches (``values``: uint16[n, SIZE],
+        with their shingle counts and fingerprints) the new text repeats."""
+        if not len(values):
+            return []
+        out = []
+        for i, overlap in enumerate(estimate_many(features.sketch, values, shingles)):
+            why = self.reason(overlap)
+            if why is not None:
+                out.append(Accepted(i, overlap.jaccard, overlap.contained, why,
+                                    hamming(fingerprints[i], features.fingerprint)))
+        return out
 
 
 def closest(candidates: Iterable[tuple[float, Any, T]]) -> T | None:

@@ -11,6 +11,10 @@ A key held by more than ``MAX_POSTINGS`` documents is boilerplate (a site's foot
 clause), not evidence, and is skipped.  Every candidate is then decided by one
 :class:`~scrapy_zhdedup.judge.NearRule` on the estimated overlap of the two sketches.  The embedded
 store, Elasticsearch's not-yet-searchable buffer, ``dedup-index`` and ``reconcile`` all use it.
+
+Only a cluster's original carries keys, so only originals are candidates: a text joins a cluster by
+repeating its original, never through a chain of repeats that drift away from it (a repost of a
+repost of a repost), and what a text is compared with is what ``drop`` mode delivered.
 """
 
 from __future__ import annotations
@@ -25,19 +29,20 @@ import numpy as np
 
 from .bandindex import BandIndex
 from .bands import BandLayout
-from .fingerprint import hamming
-from .judge import Features, NearRule, closest
+from .judge import Features, NearRule, Reason, closest
 from .keytable import KeyTable
 from .passages import votes_needed
-from .sketch import SIZE, estimate_many
+from .sketch import SIZE
 
 MAX_POSTINGS = 64  # a key in more documents than this is boilerplate, not evidence
 
 
 class Hit(NamedTuple):
     row: int
-    distance: int  # SimHash Hamming distance (what the verdict reports)
-    similarity: float  # estimated overlap (what decided)
+    distance: int  # SimHash Hamming distance (reported, never decides)
+    similarity: float  # estimated shingle Jaccard
+    contained: float  # estimated share of the judged text inside this row's
+    reason: Reason
 
 
 @dataclass(frozen=True)
@@ -66,12 +71,14 @@ class NearIndex:
     def __len__(self) -> int:
         return len(self.bands)
 
-    def add(self, features: Features) -> int:
-        """Index a document; returns its row (rows are dense, in insertion order)."""
-        row = self.bands.add(features.fingerprint)
-        self.sketch_keys.add_many(features.sketch_keys, row)
-        if features.passages:
-            self.passages.add_many(features.passages, row)
+    def add(self, features: Features, original: bool = True) -> int:
+        """Keep a document's sketch and fingerprint; returns its row (rows are dense, in insertion order).
+        Only an ``original`` (the first of its cluster) gets keys, so only originals are candidates."""
+        row = self.bands.add(features.fingerprint, keyed=original)
+        if original:
+            self.sketch_keys.add_many(features.sketch_keys, row)
+            if features.passages:
+                self.passages.add_many(features.passages, row)
         self._values.extend(features.sketch.values.tolist())
         self._shingles.append(min(features.sketch.shingles, 0xFFFF_FFFF))
         return row
@@ -88,24 +95,20 @@ class NearIndex:
         return sorted(rows)
 
     def nearest(self, features: Features, exclude: Collection[int] = ()) -> Hit | None:
-        """The candidate the rule accepts with the largest overlap (the oldest on ties), if any."""
+        """The candidate the rule accepts with the largest similarity (the oldest on ties), if any."""
         rows = [row for row in self.candidates(features) if row not in exclude]
         return closest((hit.similarity, hit.row, hit) for hit in self.verify(features, rows))
 
     def verify(self, features: Features, rows: list[int]) -> list[Hit]:
-        """The ``rows`` (sorted, distinct) the rule accepts, with their distance and similarity."""
+        """The ``rows`` (sorted, distinct) the rule accepts, with what the verdict reports."""
         if not rows:
             return []
         idx = np.array(rows, dtype=np.int64)
         values = np.frombuffer(self._values, dtype=np.uint16).reshape(-1, SIZE)[idx]
         shingles = np.frombuffer(self._shingles, dtype=np.uint32)[idx]
-        overlaps = estimate_many(features.sketch, values, shingles)
-        hits = []
-        for row, overlap in zip(rows, overlaps):
-            score = self.rule.score(overlap)
-            if score is not None:
-                hits.append(Hit(row, hamming(self.bands.fingerprint(row), features.fingerprint), score))
-        return hits
+        fingerprints = [self.bands.fingerprint(row) for row in rows]
+        return [Hit(rows[a.position], a.distance, a.similarity, a.contained, a.reason)
+                for a in self.rule.accept(features, values, shingles, fingerprints)]
 
     def compact(self) -> None:
         self.bands.compact()
@@ -125,17 +128,20 @@ class NearIndex:
                 "passage_keys": passage_keys, "passage_rows": passage_rows}
 
     @classmethod
-    def from_arrays(cls, keys: CandidateKeys, rule: NearRule, data: dict[str, np.ndarray]) -> NearIndex:
-        """Bulk build from :meth:`arrays` (one sort per table); ValueError if they do not fit together."""
+    def from_arrays(cls, keys: CandidateKeys, rule: NearRule, data: dict[str, np.ndarray],
+                    originals: np.ndarray) -> NearIndex:
+        """Bulk build from :meth:`arrays` (one sort per table) and which rows are ``originals`` (bool per
+        row: they get band keys); ValueError if they do not fit together."""
         rows = len(data["fingerprints"])
         sketches = np.ascontiguousarray(data["sketches"], dtype=np.uint16)
-        if sketches.shape != (rows, SIZE) or len(data["shingles"]) != rows or any(
+        if sketches.shape != (rows, SIZE) or len(data["shingles"]) != rows or len(originals) != rows or any(
                 len(data[f"{kind}_keys"]) != len(data[f"{kind}_rows"])
                 or (len(data[f"{kind}_rows"]) and int(data[f"{kind}_rows"].max()) >= rows)
                 for kind in ("sketch", "passage")):
             raise ValueError("fingerprint, sketch and key arrays do not fit together")
         index = cls(keys, rule)
-        index.bands = BandIndex.from_fingerprints(keys.layout, data["fingerprints"], keyed=keys.simhash_bands)
+        index.bands = BandIndex.from_fingerprints(keys.layout, data["fingerprints"], keyed=keys.simhash_bands,
+                                                  rows_keyed=originals)
         index.sketch_keys = KeyTable.build(data["sketch_keys"].astype(np.uint32, copy=False), data["sketch_rows"])
         index.passages = KeyTable.build(data["passage_keys"].astype(np.uint32, copy=False), data["passage_rows"])
         index._values.frombytes(sketches.view(np.uint8).data)  # from the loaded array itself: tobytes() was one more copy

@@ -29,7 +29,7 @@ import numpy as np
 from .bloom import ExactFilter
 from .config import DedupConfig
 from .errors import StoreError, StoreFailedError
-from .judge import Features, Match, NearRule, Status, Verdict, rounded
+from .judge import REASONS, Features, Match, NearRule, Status, Verdict, rounded
 from .keytable import KeyTable
 from .nearindex import CandidateKeys, NearIndex
 from .persist import atomic_write
@@ -47,7 +47,7 @@ INDEX_FILE = "index.npz"
 _OLD_BLOOM_FILE = "bloom.bin"  # format 1 kept the filter beside the index
 _NEAR_ARRAYS = ("fingerprints", "sketches", "shingles", "sketch_keys", "sketch_rows", "passage_keys", "passage_rows")
 _ARRAYS = ("meta", *_NEAR_ARRAYS, "roots", "ids", "entry_hashes", "entry_rows", "entry_status", "entry_match",
-           "entry_distance", "entry_similarity", "bloom")
+           "entry_distance", "entry_similarity", "entry_contained", "entry_reason", "bloom")
 COMPACT_AFTER_BYTES = 64 << 20  # log size that triggers a snapshot (or the snapshot's size, if larger)
 STATUSES: tuple[Status, ...] = ("unique", "exact", "near")
 _BLOOM_SAMPLE = 1000  # stored texts checked against the loaded Bloom filter (all of them would cost seconds at 1M)
@@ -82,6 +82,8 @@ class EmbeddedStore:
         self._entry_match = array("i")  # row it repeats, -1 if unique
         self._entry_distance = array("B")
         self._entry_similarity = array("B")  # percent
+        self._entry_contained = array("B")  # percent
+        self._entry_reason = array("B")  # 0: unique, else 1 + index into REASONS
         self._id_table = KeyTable(np.uint64)  # id hash -> entries
         self._log: LogWriter | None = None
         self._lock: DirectoryLock | None = None
@@ -113,7 +115,10 @@ class EmbeddedStore:
         """The most similar earlier text the rule accepts (nearindex.py)."""
         rows = {self._entry_rows[e] for e in self._entries(exclude)} if exclude is not None else ()
         hit = self._near.nearest(features, rows)
-        return None if hit is None else self._match(hit.row, hit.distance, hit.similarity)
+        if hit is None:
+            return None
+        return Match(self._row_id(hit.row), self.cluster(hit.row), hit.distance, hit.similarity, hit.contained,
+                     hit.reason, hit.row)
 
     def _row_id(self, row: int) -> str:
         return self._ids[self._row_entry[row]]
@@ -122,8 +127,8 @@ class EmbeddedStore:
         """Cluster id of a row: the id of its cluster's first document."""
         return self._row_id(self._roots[row])
 
-    def _match(self, row: int, distance: int, similarity: float = 1.0) -> Match:
-        return Match(self._row_id(row), self.cluster(row), distance, similarity, row)
+    def _match(self, row: int, distance: int) -> Match:
+        return Match(self._row_id(row), self.cluster(row), distance, row=row)
 
     def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
         """Index a first copy or near repeat; an exact repeat is only remembered (its first copy answers for it)."""
@@ -134,18 +139,24 @@ class EmbeddedStore:
             self.add(prepared.doc_id, prepared.digest, prepared.features, match)
 
     def add(self, doc_id: str, content_hash: str, features: Features, repeats: Match | None = None) -> None:
-        """Remember and index a document (unique, or a near repeat of ``repeats``, whose cluster it joins)."""
+        """Remember a document: unique (an original, a candidate for later texts), or a near repeat of
+        ``repeats``, whose cluster it joins (kept for its verdict and exact copies, never a candidate)."""
         row = len(self._roots)
-        self._record(Record(len(self._ids), row, 0 if repeats is None else 2, -1 if repeats is None else repeats.row,
-                            0 if repeats is None else repeats.distance,
-                            0 if repeats is None else round(100 * rounded(repeats.similarity)),
-                            row if repeats is None else self._roots[repeats.row], features.fingerprint,
-                            bytes.fromhex(content_hash), list(features.passages), features.sketch.to_bytes(), doc_id),
-                     features)
+        if repeats is None:
+            record = Record(len(self._ids), row, 0, -1, 0, 0, 0, 0, row, features.fingerprint,
+                            bytes.fromhex(content_hash), list(features.passages), features.sketch.to_bytes(), doc_id)
+        else:
+            root = self._roots[repeats.row] if repeats.row >= 0 else row  # -1: an earlier document not kept here
+            record = Record(len(self._ids), row, 2, repeats.row, repeats.distance, _percent(repeats.similarity),
+                            _percent(repeats.contained), 1 + REASONS.index(repeats.reason), root,
+                            features.fingerprint, bytes.fromhex(content_hash), list(features.passages),
+                            features.sketch.to_bytes(), doc_id)
+        self._record(record, features)
 
     def add_repeat(self, doc_id: str, content_hash: str, match: Match) -> None:
         """Remember an exact repeat of ``match`` (not indexed: the first copy answers for it)."""
-        self._record(Record(len(self._ids), -1, 1, match.row, 0, 100, 0, 0, bytes.fromhex(content_hash), [], b"", doc_id))
+        self._record(Record(len(self._ids), -1, 1, match.row, 0, 100, 100, 1 + REASONS.index("exact"), 0, 0,
+                            bytes.fromhex(content_hash), [], b"", doc_id))
 
     def _entries(self, doc_id: str) -> list[int]:
         """Every entry (judgement) recorded for ``doc_id``, oldest first."""
@@ -167,6 +178,8 @@ class EmbeddedStore:
             content_hash=self._entry_hashes[16 * entry : 16 * entry + 16].hex(),
             fingerprint=self._near.bands.fingerprint(row) if row >= 0 else None,
             similarity=None if match < 0 else self._entry_similarity[entry] / 100,
+            contained=None if match < 0 else self._entry_contained[entry] / 100,
+            reason=None if match < 0 else REASONS[self._entry_reason[entry] - 1],
         )
 
     def _record(self, record: Record, features: Features | None = None) -> None:
@@ -197,7 +210,7 @@ class EmbeddedStore:
         if record.row >= 0:
             if features is None:  # replaying the log
                 features = Features.of(record.fingerprint, record.passages, Sketch.from_bytes(record.sketch))
-            self._near.add(features)
+            self._near.add(features, original=record.status == STATUSES.index("unique"))
             self._roots.append(record.root)
             self._row_entry.append(record.entry)
             self._exact.add_many([int.from_bytes(record.content_hash[:8], "big")], record.row)
@@ -209,6 +222,8 @@ class EmbeddedStore:
         self._entry_match.append(record.match)
         self._entry_distance.append(record.distance)
         self._entry_similarity.append(record.similarity)
+        self._entry_contained.append(record.contained)
+        self._entry_reason.append(record.reason)
         self._id_table.add_many([_id_key(record.doc_id)], record.entry)
 
     def nbytes(self) -> dict[str, int]:
@@ -216,7 +231,7 @@ class EmbeddedStore:
         ids = sum(len(i.encode()) + 49 for i in self._ids) + 8 * len(self._ids)  # str objects + list slots
         verdicts = (len(self._entry_hashes) + sum(a.itemsize * len(a) for a in (
             self._entry_rows, self._entry_status, self._entry_match, self._entry_distance, self._entry_similarity,
-            self._row_entry)) + self._id_table.nbytes())
+            self._entry_contained, self._entry_reason, self._row_entry)) + self._id_table.nbytes())
         return {
             **self._near.nbytes(),
             "exact_index": self._exact.nbytes(),
@@ -251,6 +266,8 @@ class EmbeddedStore:
             "entry_match": np.frombuffer(self._entry_match, dtype=np.int32),
             "entry_distance": np.frombuffer(self._entry_distance, dtype=np.uint8),
             "entry_similarity": np.frombuffer(self._entry_similarity, dtype=np.uint8),
+            "entry_contained": np.frombuffer(self._entry_contained, dtype=np.uint8),
+            "entry_reason": np.frombuffer(self._entry_reason, dtype=np.uint8),
             "bloom": np.frombuffer(self.bloom.to_bytes(), dtype=np.uint8),
         }
 
@@ -381,7 +398,8 @@ class EmbeddedStore:
         stored = np.flatnonzero(e_rows >= 0)
         if (not (len(fps) == len(roots) == rows == len(stored))
                 or not (len(ids) == len(e_rows) == len(data["entry_status"]) == len(e_match)
-                        == len(data["entry_distance"]) == len(data["entry_similarity"]) == entries)
+                        == len(data["entry_distance"]) == len(data["entry_similarity"])
+                        == len(data["entry_contained"]) == len(data["entry_reason"]) == entries)
                 or len(e_hashes) != 16 * entries or (rows and roots.max() >= rows)
                 or (entries and e_match.max() >= rows) or not np.array_equal(e_rows[stored], np.arange(rows))):
             raise StoreError(path, "inconsistent index arrays (truncated or edited file)")
@@ -391,7 +409,8 @@ class EmbeddedStore:
             raise StoreError(path, "the Bloom filter does not hold the stored texts (edited or mixed-up file)")
         row_keys = hashes[stored, :8].copy().view(">u8").ravel().astype(np.uint64)
         try:
-            self._near = NearIndex.from_arrays(self.keys, self.rule, {name: data[name] for name in _NEAR_ARRAYS})
+            self._near = NearIndex.from_arrays(self.keys, self.rule, {name: data[name] for name in _NEAR_ARRAYS},
+                                               originals=data["entry_status"][stored] == STATUSES.index("unique"))
         except ValueError as exc:
             raise StoreError(path, f"inconsistent index arrays ({exc})") from exc
         self._exact = KeyTable.build(row_keys, np.arange(rows, dtype=np.uint32))
@@ -404,6 +423,13 @@ class EmbeddedStore:
         self._entry_match = array("i", e_match.astype(np.int32).tobytes())
         self._entry_distance = array("B", data["entry_distance"].astype(np.uint8).tobytes())
         self._entry_similarity = array("B", data["entry_similarity"].astype(np.uint8).tobytes())
+        self._entry_contained = array("B", data["entry_contained"].astype(np.uint8).tobytes())
+        self._entry_reason = array("B", data["entry_reason"].astype(np.uint8).tobytes())
         id_keys = np.fromiter((_id_key(i) for i in ids), dtype=np.uint64, count=entries)
         self._id_table = KeyTable.build(id_keys, np.arange(entries, dtype=np.uint32))
         self.bloom = bloom
+
+
+def _percent(share: float) -> int:
+    """A reported share (two decimals) as the byte the store keeps."""
+    return round(100 * rounded(share))

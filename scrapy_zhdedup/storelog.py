@@ -25,7 +25,8 @@ from .sketch import NBYTES as SKETCH_BYTES
 
 LOG_FILE = "log.bin"
 _FRAME = struct.Struct("<II")
-_FIXED = struct.Struct("<IiBiBBIQ16sI")  # entry, row, status, match, distance, similarity, root, fingerprint, hash, passages
+# entry, row, status, match, distance, similarity, contained, reason, root, fingerprint, hash, passages
+_FIXED = struct.Struct("<IiBiBBBBIQ16sI")
 
 
 class Record(NamedTuple):
@@ -37,6 +38,8 @@ class Record(NamedTuple):
     match: int
     distance: int
     similarity: int  # percent, as reported
+    contained: int  # percent, as reported
+    reason: int  # 0 for a unique document, else 1 + its index in judge.REASONS
     root: int
     fingerprint: int
     content_hash: bytes  # 16 bytes
@@ -45,19 +48,21 @@ class Record(NamedTuple):
     doc_id: str
 
     def encode(self) -> bytes:
-        fixed = _FIXED.pack(self.entry, self.row, self.status, self.match, self.distance, self.similarity, self.root,
-                            self.fingerprint, self.content_hash, len(self.passages))
+        fixed = _FIXED.pack(self.entry, self.row, self.status, self.match, self.distance, self.similarity,
+                            self.contained, self.reason, self.root, self.fingerprint, self.content_hash,
+                            len(self.passages))
         return (fixed + struct.pack(f"<{len(self.passages)}I", *self.passages) + self.sketch
                 + self.doc_id.encode("utf-8"))
 
     @classmethod
     def decode(cls, payload: bytes) -> Record:
-        entry, row, status, match, distance, similarity, root, fp, digest, n = _FIXED.unpack_from(payload)
+        entry, row, status, match, distance, similarity, contained, reason, root, fp, digest, n = \
+            _FIXED.unpack_from(payload)
         start = _FIXED.size + 4 * n
         end = start + (SKETCH_BYTES if row >= 0 else 0)
         passages = list(struct.unpack_from(f"<{n}I", payload, _FIXED.size))
-        return cls(entry, row, status, match, distance, similarity, root, fp, digest, passages, payload[start:end],
-                   payload[end:].decode("utf-8"))
+        return cls(entry, row, status, match, distance, similarity, contained, reason, root, fp, digest, passages,
+                   payload[start:end], payload[end:].decode("utf-8"))
 
 
 class ReadResult(NamedTuple):

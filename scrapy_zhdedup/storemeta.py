@@ -20,7 +20,9 @@ from .persist import atomic_write
 from .sketch import VERSION as SKETCH_VERSION
 
 META_FILE = "store.json"
-FORMAT = 3  # 3: MinHash sketches; 2: fingerprint settings recorded
+FORMAT = 4  # 4: directed verdicts (contained share, reason), 128-bin sketches; 3: MinHash sketches; 2: settings recorded
+_OLD_FORMATS: dict[Any, str] = {2: "no MinHash sketches",
+                3: "64-bin sketches and verdicts that did not say how much of a text is inside the earlier one"}
 FINGERPRINT_SETTINGS = ("features", "short_text_chars", "shingle_size", "traditional_to_simplified", "extractor",
                         "max_chars", "passages", "passage_chars")
 
@@ -50,7 +52,9 @@ def check_or_record(directory: Path, settings: dict[str, Any]) -> None:
     except (OSError, ValueError, TypeError) as exc:
         raise StoreError(path, f"unreadable store metadata ({exc})") from exc
     if meta.get("format") != FORMAT:
-        raise StoreError(path, f"store format {meta.get('format')!r} is not supported (expected {FORMAT})")
+        why = _OLD_FORMATS.get(meta.get("format"), "not supported")
+        raise StoreError(path, f"store format {meta.get('format')!r} ({why}; this version reads format {FORMAT})",
+                         hint="Rebuild it: scan the same input again into a new store directory.")
     stored = meta["fingerprint"]
     differing = [f"{name}: store {stored.get(name)!r}, now {settings[name]!r}"
                  for name in settings if stored.get(name) != settings[name]]

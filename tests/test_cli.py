@@ -16,7 +16,7 @@ import zhtexts
 from helpers import write_jsonl
 from zhtexts import news_page
 
-from scrapy_zhdedup import Deduper, cli
+from scrapy_zhdedup import DedupConfig, Deduper, cli
 from scrapy_zhdedup.cli import main
 
 ZHDEDUP = Path(sys.executable).with_name("zhdedup")
@@ -89,18 +89,20 @@ def test_scan_writes_one_line_per_input_in_input_order(tmp_path: Path, capsys: p
     assert [o["id"] for o in out] == [str(r["id"]) for r in records]
     assert out == _oracle(records)
     by_id = {o["id"]: o for o in out}
-    assert by_id[ARTICLES[0].id] == {"id": ARTICLES[0].id, "status": "unique", "dup_of": None, "distance": None,
-                                     "similarity": None}
-    assert by_id["copy-0"] == {"id": "copy-0", "status": "exact", "dup_of": ARTICLES[0].id, "distance": 0,
-                               "similarity": 1.0}
+    assert by_id[ARTICLES[0].id] == {"id": ARTICLES[0].id, "status": "unique", "dup_of": None, "reason": None,
+                                     "similarity": None, "contained": None, "distance": None}
+    assert by_id["copy-0"] == {"id": "copy-0", "status": "exact", "dup_of": ARTICLES[0].id, "reason": "exact",
+                               "similarity": 1.0, "contained": 1.0, "distance": 0}
     assert (by_id["typo-1"]["status"], by_id["typo-1"]["dup_of"]) == ("near", ARTICLES[1].id)
-    assert by_id["typo-1"]["distance"] >= 0 and by_id["typo-1"]["similarity"] >= 0.65
+    assert by_id["typo-1"]["distance"] >= 0 and by_id["typo-1"]["similarity"] >= DedupConfig().similarity
+    assert by_id["typo-1"]["reason"] == "similar"
     assert by_id["repost-2"]["dup_of"] == ARTICLES[2].id and by_id["repost-2"]["status"] == "near"
     assert by_id["trad-3"]["dup_of"] == ARTICLES[3].id
     assert by_id["9"]["status"] == "unique" and by_id["page-9"] == {
-        "id": "page-9", "status": "exact", "dup_of": "9", "distance": 0, "similarity": 1.0}
-    assert by_id["copy-of-typo"] == {"id": "copy-of-typo", "status": "exact", "dup_of": "typo-1", "distance": 0,
-                                     "similarity": 1.0}
+        "id": "page-9", "status": "exact", "dup_of": "9", "reason": "exact", "similarity": 1.0, "contained": 1.0,
+        "distance": 0}
+    assert by_id["copy-of-typo"] == {"id": "copy-of-typo", "status": "exact", "dup_of": "typo-1", "reason": "exact",
+                                     "similarity": 1.0, "contained": 1.0, "distance": 0}
     assert f"zhdedup scan: {len(records)} judged" in captured.err
     assert "0 bad lines skipped" in captured.err
 
@@ -175,7 +177,8 @@ def test_store_persists_across_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert (store / "index.npz").exists() and (store / "store.json").exists()
     assert main(["scan", "--workers", "1", str(second), "--store", str(store)]) == 0
     out = _read(capsys.readouterr().out)
-    assert out[0] == {"id": "again-0", "status": "exact", "dup_of": ARTICLES[0].id, "distance": 0, "similarity": 1.0}
+    assert out[0] == {"id": "again-0", "status": "exact", "dup_of": ARTICLES[0].id, "reason": "exact", "similarity": 1.0,
+                      "contained": 1.0, "distance": 0}
     assert (out[1]["status"], out[1]["dup_of"]) == ("near", ARTICLES[1].id)
     assert out[2]["status"] == "unique"
     # without the store the second day knows nothing

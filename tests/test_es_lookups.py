@@ -48,7 +48,7 @@ def test_a_repeat_ranked_below_a_full_first_page_of_rejected_candidates_is_found
 
     stats = Stats()
     lookups = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(stats))
-    assert drive(es_client, lookups.near([query])) == [Match("repeat", "repeat", hit.distance, hit.similarity)]
+    assert drive(es_client, lookups.near([query])) == [Match("repeat", "repeat", hit.distance, hit.similarity, hit.contained, hit.reason)]
     assert stats["zhdedup/es/lookups"] == 3
 
 
@@ -70,7 +70,7 @@ def test_an_unranked_search_answers_as_the_ranked_one_in_one_round(
         lookups = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(stats))
         return drive(es_client, lookups.near([query])), stats["zhdedup/es/lookups"]
 
-    assert answer() == ([Match(f"shares{SEARCH_PAGE}", f"shares{SEARCH_PAGE}", 0, 1.0)], 1)
+    assert answer() == ([Match(f"shares{SEARCH_PAGE}", f"shares{SEARCH_PAGE}", 0, 1.0, 1.0, "similar")], 1)
     nothing = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(Stats()))
     assert drive(es_client, nothing.near([])) == []  # no request: an empty _msearch is a 400
 
@@ -79,7 +79,7 @@ def test_an_unranked_search_answers_as_the_ranked_one_in_one_round(
         return list(range(len(features)))
 
     monkeypatch.setattr(EsLookups, "_all_candidates", ranked_only)
-    assert answer()[0] == [Match(f"shares{SEARCH_PAGE}", f"shares{SEARCH_PAGE}", 0, 1.0)]
+    assert answer()[0] == [Match(f"shares{SEARCH_PAGE}", f"shares{SEARCH_PAGE}", 0, 1.0, 1.0, "similar")]
 
 
 def test_the_unranked_search_is_skipped_while_most_texts_have_a_page_of_candidates_or_more(
@@ -98,7 +98,7 @@ def test_the_unranked_search_is_skipped_while_most_texts_have_a_page_of_candidat
         assert drive(es_client, lookups.near([features])) == [answer]
         return stats["zhdedup/es/lookups"] - before
 
-    repeat = Match("d0", "d0", 0, 1.0)
+    repeat = Match("d0", "d0", 0, 1.0, 1.0, "similar")
     assert [requests(crowded, repeat) for _ in range(8)] == [2] * 7 + [1]  # crowded 1 - 0.9 ** 7 = 0.52 after 7
     assert [requests(alone, None) for _ in range(2)] == [1, 1]  # ranked, and seen to have no candidate
     assert lookups.crowded < MAX_CROWDED
@@ -138,6 +138,6 @@ def test_simhash_band_keys_name_candidates_only_when_switched_on(
     found = drive(es_client, lookups.near([query]))
     if simhash_bands:
         assert hit is not None and hit.distance == 1
-        assert found == [Match("near", "near", 1, hit.similarity)]
+        assert found == [Match("near", "near", 1, hit.similarity, hit.contained, hit.reason)]
     else:
         assert hit is None and found == [None]

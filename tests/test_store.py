@@ -246,13 +246,15 @@ def test_store_matches_name_the_earlier_document_and_its_cluster() -> None:
     text = ARTICLES[0].text
     a = _features(text)
     b = _features(zhtexts.edit_chars(text, 8, seed=1))
-    c = _features(zhtexts.edit_chars(zhtexts.edit_chars(text, 8, seed=1), 8, seed=2))
+    c = _features(zhtexts.edit_chars(zhtexts.edit_chars(text, 8, seed=1), 2, seed=2))
     store.add("a", "a" * 32, a)
     near_b = store.find_near(b)
     assert near_b is not None
     assert (near_b.doc_id, near_b.cluster, near_b.distance) == ("a", "a", hamming(a.fingerprint, b.fingerprint))
     store.add("b", "b" * 32, b, repeats=near_b)
-    store.add("c", "c" * 32, c, repeats=store.find_near(c))  # b or a: either way the chain leads to a
+    near_c = store.find_near(c)
+    assert near_c is not None and near_c.doc_id == "a"  # b repeats a: only a, the original, is a candidate
+    store.add("c", "c" * 32, c, repeats=near_c)
     exact = store.find_exact("c" * 32)
     assert (exact.doc_id, exact.cluster, exact.distance) == ("c", "a", 0)
     assert store.find_exact("d" * 32) is None

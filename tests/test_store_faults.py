@@ -315,7 +315,7 @@ def test_a_store_can_be_copied_once_closed(tmp_path: Path) -> None:
     assert _open_judged(tmp_path / "b") == 1
 
 
-@pytest.mark.parametrize("content", [b"", b"{not json", b"[1]", b'{"format": 2}', b'{"format": 4, "fingerprint": {}}'],
+@pytest.mark.parametrize("content", [b"", b"{not json", b"[1]", b'{"format": 2}', b'{"format": 5, "fingerprint": {}}'],
                          ids=["empty", "not-json", "a-list", "no-settings", "future-format"])
 def test_damaged_store_metadata_is_a_store_error(tmp_path: Path, content: bytes) -> None:
     Deduper.open(DedupConfig(), tmp_path).close()

@@ -58,8 +58,8 @@ ZHDEDUP_PASSAGES = _env("ZHDEDUP_PASSAGES", False)  # also find candidates throu
 ZHDEDUP_PASSAGE_CHARS = _env("ZHDEDUP_PASSAGE_CHARS", 20)  # minimum length of a hashed sentence run
 ZHDEDUP_SIMHASH_BANDS = _env("ZHDEDUP_SIMHASH_BANDS", False)  # also find candidates through SimHash band keys
 ZHDEDUP_PASSAGE_SHARE = _env("ZHDEDUP_PASSAGE_SHARE", 0.2)  # share of passages an earlier text must hold
-ZHDEDUP_SIMILARITY = _env("ZHDEDUP_SIMILARITY", 0.65)  # estimated 4-gram Jaccard of a near repeat
-ZHDEDUP_CONTAINMENT = _env("ZHDEDUP_CONTAINMENT", 0.85)  # or: share of the shorter text inside the longer
+ZHDEDUP_SIMILARITY = _env("ZHDEDUP_SIMILARITY", 0.68)  # estimated 4-gram Jaccard of a near repeat
+ZHDEDUP_CONTAINMENT = _env("ZHDEDUP_CONTAINMENT", 0.85)  # or: share of the new text inside an earlier one
 ZHDEDUP_BLOOM_ERROR_RATE = _env("ZHDEDUP_BLOOM_ERROR_RATE", 0.001)  # exact-repeat Bloom filter error rate
 ZHDEDUP_BLOOM_CAPACITY = _env("ZHDEDUP_BLOOM_CAPACITY", 100_000)  # its initial capacity; it grows past it
 
