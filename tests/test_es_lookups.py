@@ -48,7 +48,8 @@ def test_a_repeat_ranked_below_a_full_first_page_of_rejected_candidates_is_found
 
     stats = Stats()
     lookups = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(stats))
-    assert drive(es_client, lookups.near([query])) == [Match("repeat", "repeat", hit.distance, hit.similarity, hit.contained, hit.reason)]
+    assert drive(es_client, lookups.near([query])) == [
+        Match("repeat", "repeat", hit.distance, hit.similarity, hit.contained, hit.reason)]
     assert stats["zhdedup/es/lookups"] == 3
 
 
