@@ -193,7 +193,7 @@ def mostly_new(docs: Sequence[Doc], links: Sequence[str | None]) -> int:
         if target is None:
             continue
         mine, theirs = shingle_hashes(doc.text), shingle_hashes(docs[row[target]].text)
-        count += np.isin(mine, theirs, assume_unique=True).sum() < 0.5 * mine.size
+        count += int(np.isin(mine, theirs, assume_unique=True).sum() < 0.5 * mine.size)
     return count
 
 
