@@ -240,7 +240,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def _count_inputs(inputs: list[Path]) -> int:
-    from .ingest import html_files
+    from scrapy_zhdedup.jsonl import html_files
 
     total = 0
     for path in inputs:

@@ -22,9 +22,9 @@ from . import __version__
 from .config import DedupConfig, add_options, from_args
 from .engine import Deduper, Fingerprinter
 from .errors import StoreFailedError, ZhDedupError
-from .jsonl import BadRecordError, Record, input_name, open_input, read_records
+from .jsonl import STDIN, BadRecordError, Record, input_name, open_input, read_pages, read_records
 from .judge import Prepared, judge
-from .output import AtomicOutput, refuse_overwriting_inputs
+from .output import AtomicOutput, check_output
 from .workers import Job, PreparePool, add_workers_option, prepare_job
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,16 @@ def _in_order(records: Iterator[Record]) -> Iterator[Record | BadRecordError]:
         yield exc
 
 
+@contextlib.contextmanager
+def records(path: str, *, strict: bool = False, errors: list[BadRecordError] | None = None) -> Iterator[Iterator[Record]]:
+    """The records of a JSONL input (a file, ``.gz`` or ``-``) or of a directory of saved pages."""
+    if path != STDIN and Path(path).is_dir():
+        yield read_pages(Path(path), strict=strict, errors=errors)
+        return
+    with open_input(path) as fh:
+        yield read_records(fh, input_name(path), strict=strict, errors=errors)
+
+
 def _job(line: Record | BadRecordError) -> Job | BadRecordError:
     return (line.doc_id, line.text, line.html) if isinstance(line, Record) else line
 
@@ -67,7 +77,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     The ``--workers`` processes clean and fingerprint; this process judges, in input order, so the
     verdicts do not depend on their number.
     """
-    refuse_overwriting_inputs(args.output, [args.input])
+    check_output(args.output, [args.input])
     config = from_args(DedupConfig, args)
     counts: Counter[str] = Counter()
     errors: list[BadRecordError] = []
@@ -78,9 +88,9 @@ def cmd_scan(args: argparse.Namespace) -> int:
         started = time.perf_counter()  # the dictionaries are loaded, the workers ready: start-up is over
         deduper = Deduper.open(config, args.store)  # locks the store: a second writer fails here
         try:
-            with (open_input(args.input) as fh, AtomicOutput(args.output) as out,
+            with (records(args.input, strict=args.strict, errors=errors) as read, AtomicOutput(args.output) as out,
                   progress(None, "doc", "scan") as bar):
-                lines, jobs = itertools.tee(_in_order(read_records(fh, name, strict=args.strict, errors=errors)))
+                lines, jobs = itertools.tee(_in_order(read))
                 for line, prepared in zip(lines, pool.map(_job(line) for line in jobs)):
                     if isinstance(line, BadRecordError):  # --strict: every line before it was judged
                         raise line
@@ -128,7 +138,8 @@ EXIT_CODES = """exit codes:
   0    done
   1    done, but not all of it: es ingest had documents rejected (dead letters), scan could judge
        no line of its input, es status found the index does not fit, or the output pipe was closed
-  2    usage or configuration error, or an error that stopped the command (one line on stderr)
+  2    usage or configuration error, an input that cannot be read (missing, a truncated .gz), or
+       an error that stopped the command (one line on stderr)
   130  interrupted (Ctrl-C)"""
 
 
@@ -136,13 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zhdedup", description=DESCRIPTION, epilog=EXIT_CODES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="log progress and the Elasticsearch client's requests, and the traceback of an error")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE)
     sub = parser.add_subparsers(dest="command", required=True)
 
     scan = sub.add_parser("scan", help="judge each JSONL document against all before it")
-    scan.add_argument("input", help='JSONL, one {"id": ..., "text"|"html": ...} per line; "-" reads standard '
-                                    "input, *.gz is gunzipped")
+    scan.add_argument("input", help='JSONL, one {"id": ..., "text"|"html": ...} per line ("-" reads standard '
+                                    "input, *.gz is gunzipped), or a directory of saved pages (*.html, its path "
+                                    "below the directory as id)")
     scan.add_argument("-o", "--output", help="JSONL verdicts, one per judged input line (default stdout); written "
                                              "to a temporary file and renamed when the run ends")
     scan.add_argument("--store", type=Path, help="directory that remembers what was seen, across runs (crash-safe, "
@@ -153,7 +164,23 @@ def build_parser() -> argparse.ArgumentParser:
     scan.set_defaults(func=cmd_scan)
 
     _mount_es(sub)
+    _verbose_anywhere(parser, VERBOSE)
     return parser
+
+
+VERBOSE = "log progress and the Elasticsearch client's requests, and the traceback of an error"
+
+
+def _verbose_anywhere(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``-v`` after a subcommand too (``zhdedup scan x -v``, ``zhdedup es status -v``); SUPPRESS leaves
+    the top-level default alone when a subcommand does not get it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                if "-v" not in command._option_string_actions:
+                    command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                                         help=help_text)
+                _verbose_anywhere(command, help_text)
 
 
 def _mount_es(sub: argparse._SubParsersAction) -> None:
