@@ -435,3 +435,29 @@ async def test_a_document_judged_again_gets_its_stored_verdict(es_url: str, inde
     assert [v.rerun for v in after] == ["same", "same", "same", None]
     es_client.indices.refresh(index=index)
     assert es_client.count(index=index)["count"] == len(stream)  # nothing stored twice
+
+
+@pytest.mark.parametrize(("settings", "quiet"), [
+    ({}, True),  # Scrapy's default LOG_LEVEL is DEBUG: a default project must not get two lines per item
+    ({"LOG_LEVEL": "INFO"}, True),
+    ({"LOG_LEVEL": "DEBUG"}, False),  # asked for by the project (or -L DEBUG)
+])
+def test_the_clients_lines_are_quiet_unless_debug_was_asked_for(settings: dict[str, str], quiet: bool) -> None:
+    """Issue 33, item 6: 64 elastic_transport INFO lines for 28 items in a default project."""
+    import logging
+
+    from scrapy.settings import Settings
+
+    from es_plugin.backend import quiet_transport
+
+    transport = logging.getLogger("elastic_transport")
+    saved = transport.level
+    try:
+        transport.setLevel(logging.NOTSET)
+        quiet_transport(Settings(settings, priority="project"))
+        assert transport.getEffectiveLevel() == logging.WARNING if quiet else transport.level == logging.NOTSET
+        transport.setLevel(logging.INFO)  # a level set by the user is theirs
+        quiet_transport(Settings({}, priority="project"))
+        assert transport.level == logging.INFO
+    finally:
+        transport.setLevel(saved)
