@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy_zhdedup.cli import progress
+from scrapy_zhdedup.cli import add_report_options, progress
 from scrapy_zhdedup.config import (
     CONNECTION,
     LAYOUT,
@@ -95,6 +95,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--print-body", action="store_true",
                    help="print the request as a curl command (its JSON body also works in Kibana) and exit")
     p.set_defaults(func=_es_errors(cmd_search))
+
+    p = esub.add_parser("report", help="one HTML file showing what the index folded and why")
+    _options(p, dedup=(), search=True, analysis=False)
+    add_report_options(p)
+    p.set_defaults(func=_es_errors(cmd_report))
 
     p = esub.add_parser("dedup-index", help="fingerprint and cluster an existing index in place")
     _options(p, dedup=None, search=True, analysis=False)
@@ -385,6 +390,26 @@ def _snippet(hit: dict[str, Any], fields: tuple[str, ...], width: int = 60) -> s
             flat = " ".join(value.split())
             return flat if len(flat) <= width else flat[: width - 1] + "…"
     return "(no text)"
+
+
+# --- report ----------------------------------------------------------------------------------------------
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from scrapy_zhdedup.output import check_output
+    from scrapy_zhdedup.reporthtml import write
+
+    from .report import from_index
+
+    if args.max_clusters < 1:
+        raise ConfigError("--max-clusters must be at least 1")
+    check_output(args.output, [])
+    with _client(args) as client:
+        if not client.indices.exists(index=args.es_index):
+            raise ZhDedupError(f"{args.es_index}: no such index")
+        findings = from_index(client, args.es_index, args.es_text_field, max_clusters=args.max_clusters)
+    print(write(findings, args.output, args.max_clusters), file=sys.stderr)
+    return 0
 
 
 # --- dedup-index -------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import logging
 import traceback
 import zipfile
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -168,6 +168,13 @@ class EmbeddedStore:
             fingerprint=self._near.bands.fingerprint(row) if row >= 0 else None,
             similarity=None if match < 0 else self._entry_similarity[entry] / 100,
         )
+
+    def verdicts(self) -> Iterator[Verdict]:
+        """Every judged id's last verdict, in the order the ids were first judged (``zhdedup report``)."""
+        for doc_id in dict.fromkeys(self._ids):
+            verdict = self.previous(doc_id)
+            assert verdict is not None
+            yield verdict
 
     def _record(self, record: Record, features: Features | None = None) -> None:
         """The one way state changes: written to the log (if persisted), then applied in memory
