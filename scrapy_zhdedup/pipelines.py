@@ -131,7 +131,8 @@ class ZhDedupPipeline:
                  else "an item an earlier run judged passes again")
         undelivered = len(self.ledger.undelivered) if self.ledger else 0
         logger.info("zhdedup: %s; ZHDEDUP_RERUN = %r: %s%s", described, self.config.rerun, rerun,
-                    f"; {undelivered} judged by an earlier run but never delivered will be" if undelivered else "")
+                    f"; {undelivered} items judged by an earlier run and never delivered are delivered when crawled "
+                    "again" if undelivered else "")
 
     def _open_ledger(self) -> DeliveryLedger | None:
         """The ledger beside the backend's state (none for a store kept in memory only)."""
