@@ -422,8 +422,11 @@ class ElasticsearchBackend:
             setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))
             report = await ainstall(setup, self.index, self.layout, search=self.search, replace=False,
                                     fingerprint=fingerprint_settings(self.dedup))
-            count = (await self._client.count(index=self.index))["count"]
-            self._loaded = (f"Elasticsearch index {self.index} at {self.url}: {count} documents (template "
+            try:  # for the line at open only: an index another writer has just created may not answer yet
+                count = f"{(await self._client.count(index=self.index))['count']} documents"
+            except (ApiError, TransportError) as exc:
+                count = f"documents not counted ({exc})"
+            self._loaded = (f"Elasticsearch index {self.index} at {self.url}: {count} (template "
                             f"{report['template_action']}, index {report['index_action']})")
             if self.journal is not None:
                 self.journal.open()
