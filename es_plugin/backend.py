@@ -48,6 +48,7 @@ from typing import Any, TypeVar, cast
 from elastic_transport import SerializationError, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 from scrapy.crawler import Crawler
+from scrapy.settings import SETTINGS_PRIORITIES
 
 from scrapy_zhdedup.bloom import ExactFilter
 from scrapy_zhdedup.config import DedupConfig, EsConfig, PipelineConfig, from_settings
@@ -103,6 +104,29 @@ def bulk_parts(actions: Sequence[Action]) -> list[list[Action]]:
     for action in actions:
         parts[zlib.crc32(action.id.encode("utf-8")) % n].append(action)
     return [part for part in parts if part]
+
+
+def quiet_transport(settings: Any) -> None:
+    """The client's INFO lines (two per item) drown a crawl's, and Scrapy's default ``LOG_LEVEL`` is DEBUG:
+    they are silenced unless the project or command line asks for DEBUG (``LOG_LEVEL = "DEBUG"``,
+    ``scrapy crawl -L DEBUG``) or the ``elastic_transport`` logger was given a level already."""
+    transport = logging.getLogger("elastic_transport")
+    asked = (str(settings.get("LOG_LEVEL")).upper() == "DEBUG"
+             and (settings.getpriority("LOG_LEVEL") or 0) > SETTINGS_PRIORITIES["default"])
+    if transport.level == logging.NOTSET and not asked:
+        transport.setLevel(logging.WARNING)
+
+
+@dataclasses.dataclass
+class _Answers(EsAnswers):
+    """Elasticsearch's answers, and in annotate mode the document's own exact-repeat copy (stored under
+    ``repeat_id``, which the lookup by content hash cannot see), so a rerun finds its verdict there too."""
+
+    own: Match | None = None
+
+    def previous(self, doc_id: str) -> Verdict | None:
+        own = self.own.verdict if self.own is not None and self.own.doc_id == doc_id else None
+        return super().previous(doc_id) or own
 
 
 class LookupFailedError(EsUnavailableError, StoreUnavailableError):
@@ -180,6 +204,7 @@ class ElasticsearchBackend:
         self._in_order = in_order
         self._bloom = ExactFilter(error_rate=dedup.bloom_error_rate, initial_capacity=dedup.bloom_capacity)
         self._started = False
+        self._loaded = f"Elasticsearch index {self.index} at {self.url}"  # with its document count, once open
         self._closed = False
         self._start_lock = asyncio.Lock()
 
@@ -187,8 +212,7 @@ class ElasticsearchBackend:
     def from_crawler(cls, crawler: Crawler) -> ElasticsearchBackend:
         """Built by the pipeline from ``ZHDEDUP_*`` settings (``ZHDEDUP_BACKEND = "elasticsearch"``)."""
         settings = crawler.settings
-        if str(settings.get("LOG_LEVEL")).upper() != "DEBUG":  # its INFO lines, two per item, drown the crawl's
-            logging.getLogger("elastic_transport").setLevel(logging.WARNING)
+        quiet_transport(settings)
         es = from_settings(EsConfig, settings)
         if not es.es_dead_letter and settings.get("JOBDIR"):  # beside the crawl's other state
             es = dataclasses.replace(es, es_dead_letter=str(Path(settings["JOBDIR"]) / DEFAULT_NAME))
@@ -208,6 +232,14 @@ class ElasticsearchBackend:
     def url(self) -> str:
         """The node's URL as it may be printed (without credentials)."""
         return redact(self.es.es_url)
+
+    def describe(self) -> str:
+        """What the index held at open, for the pipeline's line at open."""
+        return self._loaded
+
+    def local_state(self) -> tuple[Path, str]:
+        """The pipeline's ledger of undelivered items lives beside the dead-letter file and the journal."""
+        return self.dead_letters.path.parent, self.index
 
     def replay_hint(self) -> str:
         return f"zhdedup es replay {self.dead_letter_path} --url {self.url} --index {self.index}"
@@ -294,11 +326,15 @@ class ElasticsearchBackend:
         if unsegmented:  # not otherwise: the worker thread may be waiting for a worker process's next item
             words |= dict(zip((i for i, _, _ in unsegmented), await self._on_worker(
                 lambda: [self.search.words(p.clean) for _, p, _ in unsegmented])))
+        digests = [p.digest for _, p, _ in todo]
+        if self.index_duplicates:  # an exact repeat's own copy: its verdict, for a rerun (_Answers)
+            digests += [repeat_id(p.digest, p.doc_id) for _, p, _ in todo]
         with self.buffer.judging() as since:
             try:
-                exact, near = await asyncio.gather(
-                    adrive(client, self.lookups.exact([p.digest for _, p, _ in todo])),
+                found, near = await asyncio.gather(
+                    adrive(client, self.lookups.exact(digests)),
                     adrive(client, self.lookups.near([query_features(p.features) for _, p, _ in likely_new])))
+                exact, own = found[: len(todo)], found[len(todo):] or [None] * len(todo)
                 near_of = {i: n for (i, _, _), n in zip(likely_new, near)}
                 unanswered = [t for t, e in zip(todo, exact) if e is None and t[0] not in near_of]
                 if unanswered:
@@ -320,10 +356,11 @@ class ElasticsearchBackend:
                 return cast("list[Verdict | Exception]", outcomes)
             if earlier is not None:
                 await asyncio.wait([earlier])  # not `await earlier`: cancelling this batch must not cancel it
-            for (i, prepared, document), flushed_exact in zip(todo, exact):
+            for (i, prepared, document), flushed_exact, own_copy in zip(todo, exact, own):
                 search_words = words.get(i)
-                answers = EsAnswers(flushed_exact, near_of.get(i), self.buffer, since,
-                                    functools.partial(self._enqueue_verdict, document=document, words=search_words))
+                answers = _Answers(flushed_exact, near_of.get(i), self.buffer, since,
+                                   functools.partial(self._enqueue_verdict, document=document, words=search_words),
+                                   own_copy)
                 outcomes[i] = judge(prepared, answers)  # synchronous: nothing interleaves between decision and enqueue
         decided.set_result(None)  # the next batch may decide while this one waits for the writer
         await self.buffer.backpressure()
@@ -385,8 +422,12 @@ class ElasticsearchBackend:
             setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))
             report = await ainstall(setup, self.index, self.layout, search=self.search, replace=False,
                                     fingerprint=fingerprint_settings(self.dedup))
-            logger.info("zhdedup: Elasticsearch index %s: template %s, index %s", self.index,
-                        report["template_action"], report["index_action"])
+            try:  # for the line at open only: an index another writer has just created may not answer yet
+                count = f"{(await self._client.count(index=self.index))['count']} documents"
+            except (ApiError, TransportError) as exc:
+                count = f"documents not counted ({exc})"
+            self._loaded = (f"Elasticsearch index {self.index} at {self.url}: {count} (template "
+                            f"{report['template_action']}, index {report['index_action']})")
             if self.journal is not None:
                 self.journal.open()
             await self._take_over_orphans()

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy_zhdedup.cli import progress
+from scrapy_zhdedup.cli import add_report_options, progress
 from scrapy_zhdedup.config import (
     CONNECTION,
     LAYOUT,
@@ -27,6 +27,7 @@ from scrapy_zhdedup.config import (
     from_args,
 )
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
+from scrapy_zhdedup.explain import decided
 from scrapy_zhdedup.workers import add_workers_option
 
 from .chinese import SearchText
@@ -87,13 +88,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--page", type=int, default=1, help="page of groups to show (default %(default)s)")
     p.add_argument("--size", type=int, default=10, help="groups per page (default %(default)s)")
     p.add_argument("--inner-hits", type=int, default=0, metavar="N", help="show up to N folded duplicates per hit")
-    p.add_argument("--fields", default="title,text",
-                   help="comma-separated fields to search and show (default %(default)s)")
+    p.add_argument("--fields", default=None,
+                   help="comma-separated fields to search and show (default: title and --text-field)")
     p.add_argument("--all", action="store_true", help="every group as JSONL, in cluster order (no window limit)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--print-body", action="store_true",
                    help="print the request as a curl command (its JSON body also works in Kibana) and exit")
     p.set_defaults(func=_es_errors(cmd_search))
+
+    p = esub.add_parser("report", help="one HTML file showing what the index folded and why")
+    _options(p, dedup=(), search=True, analysis=False)
+    add_report_options(p)
+    p.set_defaults(func=_es_errors(cmd_report))
 
     p = esub.add_parser("dedup-index", help="fingerprint and cluster an existing index in place")
     _options(p, dedup=None, search=True, analysis=False)
@@ -239,7 +245,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def _count_inputs(inputs: list[Path]) -> int:
-    from .ingest import html_files
+    from scrapy_zhdedup.jsonl import html_files
 
     total = 0
     for path in inputs:
@@ -295,11 +301,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from .search import folded_query_body, folded_search, iter_folded
+    from .search import default_fields, folded_query_body, folded_search, iter_folded
 
-    fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
-    query: str | dict[str, Any] = json.loads(args.query) if args.query.lstrip().startswith("{") else args.query
+    query: str | dict[str, Any] = args.query
+    if args.query.lstrip().startswith("{"):
+        try:
+            query = json.loads(args.query)
+        except ValueError as exc:
+            raise ConfigError(f"the query starts with '{{' but is not a JSON query clause ({exc})") from None
     search = _search_text(args)
+    fields = default_fields(search) if args.fields is None else tuple(
+        f.strip() for f in args.fields.split(",") if f.strip())
     if args.print_body:
         body = folded_query_body(query, page=args.page, size=args.size, inner_hits=args.inner_hits, fields=fields,
                                  search=search)
@@ -335,9 +347,12 @@ def curl_command(url: str, index: str, body: dict[str, Any]) -> str:
 def _readable_json(value: Any, depth: int = 0, open_levels: int = 3) -> str:
     """JSON with objects opened up to ``open_levels`` deep and anything deeper on one line: short enough
     for a README, structured enough to read."""
+    pad = "  " * (depth + 1)
+    if isinstance(value, list) and depth < open_levels and value and all(isinstance(v, dict) for v in value):
+        items = ",\n".join(pad + _readable_json(v, depth + 1, open_levels + 1) for v in value)
+        return f"[\n{items}\n{'  ' * depth}]"
     if not isinstance(value, dict) or depth >= open_levels or not value:
         return json.dumps(value, ensure_ascii=False)
-    pad = "  " * (depth + 1)
     items = ",\n".join(f"{pad}{json.dumps(k, ensure_ascii=False)}: {_readable_json(v, depth + 1, open_levels)}"
                        for k, v in value.items())
     return f"{{\n{items}\n{'  ' * depth}}}"
@@ -364,7 +379,7 @@ def _how(doc: dict[str, Any]) -> str:
     if doc["status"] == "exact":
         return "exact repeat"
     if doc["status"] == "near":
-        return f"near repeat, {_plural(doc['distance'], 'bit')} apart"
+        return f"near repeat, {decided(doc.get('reason'), doc.get('similarity'), doc.get('contained'))}"
     return "not judged yet"
 
 
@@ -375,6 +390,26 @@ def _snippet(hit: dict[str, Any], fields: tuple[str, ...], width: int = 60) -> s
             flat = " ".join(value.split())
             return flat if len(flat) <= width else flat[: width - 1] + "…"
     return "(no text)"
+
+
+# --- report ----------------------------------------------------------------------------------------------
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from scrapy_zhdedup.output import check_output
+    from scrapy_zhdedup.reporthtml import write
+
+    from .report import from_index
+
+    if args.max_clusters < 1:
+        raise ConfigError("--max-clusters must be at least 1")
+    check_output(args.output, [])
+    with _client(args) as client:
+        if not client.indices.exists(index=args.es_index):
+            raise ZhDedupError(f"{args.es_index}: no such index")
+        findings = from_index(client, args.es_index, args.es_text_field, max_clusters=args.max_clusters)
+    print(write(findings, args.output, args.max_clusters), file=sys.stderr)
+    return 0
 
 
 # --- dedup-index -------------------------------------------------------------------------------------

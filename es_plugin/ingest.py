@@ -37,7 +37,6 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
-import html as htmllib
 import itertools
 import logging
 import re
@@ -54,9 +53,8 @@ from elasticsearch import ApiError, AsyncElasticsearch
 from es_plugin.backend import ElasticsearchBackend, Indexable, IndexJob, prepare_for_index
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
-from scrapy_zhdedup.jsonl import BadRecordError, open_input, read_records
+from scrapy_zhdedup.jsonl import BadRecordError, html_files, open_input, read_page, read_records
 from scrapy_zhdedup.judge import Verdict
-from scrapy_zhdedup.text import decode_html
 from scrapy_zhdedup.workers import PreparePool
 
 from .checkpoint import Checkpoint
@@ -68,11 +66,9 @@ from .writer import EsStats, RetryPolicy
 
 logger = logging.getLogger(__name__)
 
-HTML_SUFFIXES = (".html", ".htm", ".shtml", ".xhtml")
 DEFAULT_CHECKPOINT_DIR = Path(".zhdedup-checkpoints")
 MAX_REPORTED_ERRORS = 50
 IDENTITY_BLOCK = 1 << 16  # bytes of an input hashed into its checkpoint identity
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
 
 Progress = Callable[[int], None]
 
@@ -131,17 +127,12 @@ class Reader:
 
     def html_dir(self, source: Path, files: list[Path], start: int) -> Iterator[Item]:
         for number, file in enumerate(files[start:], start=start + 1):
-            rel = file.relative_to(source).as_posix()
             try:
-                page = decode_html(file.read_bytes())
-            except OSError as exc:
-                self.bad(BadRecordError(str(file), 0, f"unreadable ({exc.strerror})"))
+                rec = read_page(source, file)
+            except BadRecordError as exc:
+                self.bad(exc)
                 continue
-            title = _TITLE.search(page)
-            document = {"id": rel, "path": rel}
-            if title:
-                document["title"] = htmllib.unescape(title.group(1)).strip()
-            yield Item(rel, None, document, str(file), 0, number, page)
+            yield Item(rec.doc_id, None, rec.data, rec.path, 0, number, rec.html)
 
 
 def prepare(pool: PreparePool[IndexJob, Indexable], items: Iterator[Item], segments: bool) -> Iterator[Prepping]:
@@ -157,10 +148,6 @@ def file_identity(path: Path) -> dict[str, Any]:
     with path.open("rb") as fh:
         head = hashlib.sha1(fh.read(IDENTITY_BLOCK)).hexdigest()
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "head_sha1": head}
-
-
-def html_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.rglob("*") if p.suffix.lower() in HTML_SUFFIXES and p.is_file())
 
 
 def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: str = "annotate",

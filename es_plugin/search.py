@@ -26,6 +26,12 @@ Paging, and its limits (checked against Elasticsearch 9.2):
   window limit) in cluster-id order instead: point in time + ``search_after`` on the cluster field.
 * Documents without ``zhdedup.cluster`` (not deduplicated yet) are collapsed into a single group by
   Elasticsearch; run ``zhdedup es dedup-index`` on such an index first.
+
+Which document leads a group: ``collapse`` keeps the best-scoring one, often a repost (a site that
+repeats the keywords in its header).  A second inner-hits block, ``original``, asks each group for
+its matching document with the status ``unique`` (sorted on ``zhdedup.status``, oldest first): the
+cluster's original when it matches the query, whatever ``inner_hits`` asks for.  It costs one more
+small search per group on the page, run by the node in the same request.
 """
 
 from __future__ import annotations
@@ -42,8 +48,15 @@ from .scroll import PointInTime
 
 CLUSTER_FIELD = "zhdedup.cluster"
 FOLDED = "folded"  # name of the inner_hits block
+ORIGINAL = "original"  # the inner_hits block that finds the group's original
 MAX_PRECISION = 40_000  # the largest precision_threshold Elasticsearch accepts
-_ZHDEDUP_SOURCE = ["zhdedup.doc_id", "zhdedup.status", "zhdedup.dup_of", "zhdedup.distance", "zhdedup.cluster"]
+_ZHDEDUP_SOURCE = ["zhdedup.doc_id", "zhdedup.status", "zhdedup.dup_of", "zhdedup.distance", "zhdedup.similarity",
+                   "zhdedup.contained", "zhdedup.reason", "zhdedup.cluster"]
+
+
+def default_fields(search: SearchText = DEFAULT_SEARCH) -> tuple[str, str]:
+    """What a query searches and shows unless told otherwise: the title and the text field."""
+    return ("title", search.text_field)
 
 
 def query_clause(query: str | Mapping[str, Any], fields: Sequence[str], search: SearchText = DEFAULT_SEARCH) -> dict[str, Any]:
@@ -66,20 +79,27 @@ def query_clause(query: str | Mapping[str, Any], fields: Sequence[str], search: 
 
 
 def folded_query_body(query: str | Mapping[str, Any], *, page: int = 1, size: int = 10, inner_hits: int = 0,
-                      fields: Sequence[str] = ("title", "text"), search: SearchText = DEFAULT_SEARCH) -> dict[str, Any]:
-    """The search body (usable as is in Kibana Dev Tools) for one page of folded results."""
+                      fields: Sequence[str] | None = None, search: SearchText = DEFAULT_SEARCH) -> dict[str, Any]:
+    """The search body (usable as is in Kibana Dev Tools) for one page of folded results; ``fields``
+    default to the title and the text field (:func:`default_fields`)."""
     if page < 1 or size < 1:
         raise ConfigError("page and size must be at least 1")
     if inner_hits < 0:
         raise ConfigError("inner_hits must be >= 0")
+    fields = default_fields(search) if fields is None else fields
     source = [*fields, *_ZHDEDUP_SOURCE]
     return {
         "query": query_clause(query, fields, search),
         "collapse": {
             "field": CLUSTER_FIELD,
-            # +1: the group's top hit is among its inner hits and is left out of the duplicates
-            "inner_hits": {"name": FOLDED, "size": inner_hits + 1 if inner_hits else 0,
-                           "_source": source if inner_hits else False},
+            "inner_hits": [
+                # +1: the group's top hit is among its inner hits and is left out of the duplicates
+                {"name": FOLDED, "size": inner_hits + 1 if inner_hits else 0, "_source": source if inner_hits else False},
+                # "unique" sorts after "near" and "exact": the original, if it matches, else a repeat
+                {"name": ORIGINAL, "size": 1, "_source": source,
+                 "sort": [{"zhdedup.status": {"order": "desc", "unmapped_type": "keyword"}},
+                          {"zhdedup.seen_at": {"order": "asc", "unmapped_type": "date"}}]},
+            ],
         },
         "sort": ["_score", {CLUSTER_FIELD: "asc"}],
         "from": (page - 1) * size,
@@ -91,7 +111,7 @@ def folded_query_body(query: str | Mapping[str, Any], *, page: int = 1, size: in
 
 
 def folded_search(client: Elasticsearch, index: str, query: str | Mapping[str, Any], *, page: int = 1,
-                  size: int = 10, inner_hits: int = 0, fields: Sequence[str] = ("title", "text"),
+                  size: int = 10, inner_hits: int = 0, fields: Sequence[str] | None = None,
                   search: SearchText = DEFAULT_SEARCH) -> dict[str, Any]:
     """One page of results, one hit per duplicate cluster.
 
@@ -119,7 +139,7 @@ def folded_search(client: Elasticsearch, index: str, query: str | Mapping[str, A
 
 
 def iter_folded(client: Elasticsearch, index: str, query: str | Mapping[str, Any], *, batch: int = 500,
-                fields: Sequence[str] = ("title", "text"), search: SearchText = DEFAULT_SEARCH,
+                fields: Sequence[str] | None = None, search: SearchText = DEFAULT_SEARCH,
                 keep_alive: str = "2m") -> Iterator[dict[str, Any]]:
     """Every group of a query once, in cluster-id order, without the result-window limit.
 
@@ -142,13 +162,18 @@ def iter_folded(client: Elasticsearch, index: str, query: str | Mapping[str, Any
 
 
 def _group(hit: dict[str, Any], inner_hits: int) -> dict[str, Any]:
-    """The group's best hit with the others under it; the cluster's original leads when it is among them,
-    so a repost is never shown above the text it repeats."""
-    inner = hit.get("inner_hits", {}).get(FOLDED, {}).get("hits", {"total": {"value": 1}, "hits": []})
-    members = [_doc(hit), *(_doc(h) for h in inner["hits"] if h["_id"] != hit["_id"])]
-    first = next((i for i, d in enumerate(members) if d["status"] == "unique" and d["doc_id"] == d["cluster"]), 0)
-    head = members.pop(first)
-    return {**head, "folded": max(0, inner["total"]["value"] - 1), "duplicates": members[:inner_hits]}
+    """The group's best hit with the others under it; the cluster's original leads when it matches the
+    query (the ``original`` block finds it whatever ``inner_hits`` is), so a repost is never shown above
+    the text it repeats.  The group keeps the score of its best hit, by which it was ranked."""
+    blocks = hit.get("inner_hits", {})
+    inner = blocks.get(FOLDED, {}).get("hits", {"total": {"value": 1}, "hits": []})
+    found = [_doc(h) for h in blocks.get(ORIGINAL, {}).get("hits", {}).get("hits", [])]
+    top = _doc(hit)
+    members = [top, *(_doc(h) for h in inner["hits"] if h["_id"] != hit["_id"])]
+    lead = next((d for d in [*members, *found] if d["status"] == "unique" and d["doc_id"] == d["cluster"]), top)
+    duplicates = [d for d in members if d["id"] != lead["id"]]
+    return {**lead, "score": top["score"], "folded": max(0, inner["total"]["value"] - 1),
+            "duplicates": duplicates[:inner_hits]}
 
 
 def _doc(hit: dict[str, Any]) -> dict[str, Any]:
@@ -156,7 +181,9 @@ def _doc(hit: dict[str, Any]) -> dict[str, Any]:
     meta = source.pop("zhdedup", {}) or {}
     return {"id": hit["_id"], "doc_id": meta.get("doc_id"), "cluster": meta.get("cluster"),
             "status": meta.get("status"), "dup_of": meta.get("dup_of"), "distance": meta.get("distance"),
-            "score": hit.get("_score"), "source": source}
+            "similarity": meta.get("similarity"), "contained": meta.get("contained"), "reason": meta.get("reason"),
+            "score": hit.get("_score"),
+            "source": source}
 
 
 def _search_error(exc: ApiError, index: str) -> ZhDedupError:

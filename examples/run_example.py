@@ -15,6 +15,7 @@ beyond the first of an article should get one ("missed" otherwise).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -30,7 +31,7 @@ from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "examples" / "zhnews"
-FEED_FIELDS = "url,title,site,dedup_status,dup_of,dup_distance,cluster_id"
+FEED_FIELDS = "url,title,site,dedup_status,dup_of,dup_similarity,cluster_id"
 
 if str(ROOT) not in sys.path:  # run as a script: make `examples` and `benchmarks` importable
     sys.path.insert(0, str(ROOT))
@@ -101,7 +102,7 @@ def build_report(items: Sequence[dict[str, Any]], manifest: dict[str, Any]) -> R
             "first": root_path,
             "article": group_of.get(root_path),
             "repeats": [{"page": page_path(i["url"]), "status": i["dedup_status"], "dup_of": page_path(i["dup_of"]),
-                         "distance": i["dup_distance"], "transform": pages[page_path(i["url"])]["transform"],
+                         "similarity": i.get("dup_similarity"), "transform": pages[page_path(i["url"])]["transform"],
                          "correct": group_of.get(page_path(i["dup_of"])) == group_of[page_path(i["url"])]}
                         for i in its if i.get("dup_of")],
         })
@@ -122,7 +123,7 @@ def format_report(report: Report, manifest: dict[str, Any]) -> str:
         for r in c["repeats"]:
             via = "" if r["dup_of"] == c["first"] else f" via {r['dup_of']}"
             mark = "ok" if r["correct"] else "WRONG"
-            lines.append(f"    ← {r['page']:24} {r['status']:5} distance {r['distance']:>2}{via}  "
+            lines.append(f"    ← {r['page']:24} {r['status']:5} similarity {r['similarity'] or 0:.2f}{via}  "
                          f"({r['transform']})  {mark}")
     lines += [
         "",
@@ -184,12 +185,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the report as JSON here")
     parser.add_argument("-v", "--verbose", action="store_true", help="show Scrapy's INFO log")
     args = parser.parse_args(argv)
+    with contextlib.ExitStack() as stack:  # a temporary directory of our own goes when the run ends
+        work = args.work_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="zhdedup-example-")))
+        work.mkdir(parents=True, exist_ok=True)
+        return run(args, work, kept=args.work_dir is not None)
 
+
+def run(args: argparse.Namespace, work: Path, kept: bool) -> int:
+    """Generate, serve, crawl and report in ``work``."""
     from examples.site.generate import generate
     from examples.site.serve import start_server
 
-    work = args.work_dir or Path(tempfile.mkdtemp(prefix="zhdedup-example-"))
-    work.mkdir(parents=True, exist_ok=True)
     site_dir, feed = work / "site", work / "items.jsonl"
     manifest = generate(site_dir)
     print(f"generated {manifest['counts']['article_pages']} article pages on "
@@ -222,7 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open(feed, encoding="utf-8") as fh:
         items = [json.loads(line) for line in fh if line.strip()]
     report = build_report(items, manifest)
-    print(f"crawl finished in {elapsed:.1f} s, feed: {feed}\n")
+    where = f"feed: {feed}" if kept else "the site and feed are removed at exit (--work-dir DIR keeps them)"
+    print(f"crawl finished in {elapsed:.1f} s, {where}\n")
     print(format_report(report, manifest))
     if args.json:
         args.json.write_text(json.dumps({**asdict(report), "ok": report.ok, "backend": args.backend},

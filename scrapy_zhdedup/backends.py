@@ -46,6 +46,10 @@ class Backend(Protocol):
     async def close(self) -> None:
         """Flush and persist; called once when the spider closes."""
 
+    # Optional (read with getattr): ``describe() -> str``, what the store holds, for the one line logged
+    # at open; ``local_state() -> (directory, name) | None``, where the pipeline keeps its ledger of
+    # undelivered items (delivery.py), None when nothing is kept for the next run.
+
 
 def load_backend(crawler: Crawler, name: str) -> Backend:
     """The backend ``ZHDEDUP_BACKEND`` names, built with its ``from_crawler``."""
@@ -93,8 +97,19 @@ class EmbeddedBackend:
             return Path(config.store_dir)
         if jobdir:
             return Path(jobdir) / "zhdedup"
-        logger.info("zhdedup: no JOBDIR or ZHDEDUP_STORE_DIR set; what this crawl sees is not kept")
         return None
+
+    def describe(self) -> str:
+        """What was loaded, for the pipeline's line at open."""
+        store = self.deduper.store
+        if store.directory is None:
+            return "embedded store in memory only (no JOBDIR or ZHDEDUP_STORE_DIR): what this crawl sees is not kept"
+        held = f"{store.judged} documents judged ({len(store)} stored)" if store.judged else "empty"
+        return f"embedded store {store.directory}: {held}"
+
+    def local_state(self) -> tuple[Path, str] | None:
+        directory = self.deduper.store.directory
+        return None if directory is None else (directory, "store")
 
     async def _on_worker(self, fn: Callable[[], T]) -> T:
         from twisted.internet import reactor  # imported late: the crawler chooses the reactor

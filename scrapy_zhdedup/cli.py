@@ -21,10 +21,10 @@ from tqdm import tqdm
 from . import __version__
 from .config import DedupConfig, add_options, from_args
 from .engine import Deduper, Fingerprinter
-from .errors import StoreFailedError, ZhDedupError
-from .jsonl import BadRecordError, Record, input_name, open_input, read_records
+from .errors import ConfigError, StoreFailedError, ZhDedupError
+from .jsonl import STDIN, BadRecordError, Record, input_name, open_input, read_pages, read_records
 from .judge import Prepared, judge
-from .output import AtomicOutput, refuse_overwriting_inputs
+from .output import AtomicOutput, check_output
 from .workers import Job, PreparePool, add_workers_option, prepare_job
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,16 @@ def _in_order(records: Iterator[Record]) -> Iterator[Record | BadRecordError]:
         yield exc
 
 
+@contextlib.contextmanager
+def records(path: str, *, strict: bool = False, errors: list[BadRecordError] | None = None) -> Iterator[Iterator[Record]]:
+    """The records of a JSONL input (a file, ``.gz`` or ``-``) or of a directory of saved pages."""
+    if path != STDIN and Path(path).is_dir():
+        yield read_pages(Path(path), strict=strict, errors=errors)
+        return
+    with open_input(path) as fh:
+        yield read_records(fh, input_name(path), strict=strict, errors=errors)
+
+
 def _job(line: Record | BadRecordError) -> Job | BadRecordError:
     return (line.doc_id, line.text, line.html) if isinstance(line, Record) else line
 
@@ -67,7 +77,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     The ``--workers`` processes clean and fingerprint; this process judges, in input order, so the
     verdicts do not depend on their number.
     """
-    refuse_overwriting_inputs(args.output, [args.input])
+    check_output(args.output, [args.input])
     config = from_args(DedupConfig, args)
     counts: Counter[str] = Counter()
     errors: list[BadRecordError] = []
@@ -78,9 +88,9 @@ def cmd_scan(args: argparse.Namespace) -> int:
         started = time.perf_counter()  # the dictionaries are loaded, the workers ready: start-up is over
         deduper = Deduper.open(config, args.store)  # locks the store: a second writer fails here
         try:
-            with (open_input(args.input) as fh, AtomicOutput(args.output) as out,
+            with (records(args.input, strict=args.strict, errors=errors) as read, AtomicOutput(args.output) as out,
                   progress(None, "doc", "scan") as bar):
-                lines, jobs = itertools.tee(_in_order(read_records(fh, name, strict=args.strict, errors=errors)))
+                lines, jobs = itertools.tee(_in_order(read))
                 for line, prepared in zip(lines, pool.map(_job(line) for line in jobs)):
                     if isinstance(line, BadRecordError):  # --strict: every line before it was judged
                         raise line
@@ -123,12 +133,44 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """One HTML file from scan's verdicts and its input, or from an embedded store and a crawl's items."""
+    from .report import Fields, from_scan, from_store
+    from .reporthtml import write
+
+    if (args.verdicts is None) == (args.store is None):
+        raise ConfigError("give zhdedup scan's verdicts (with --input, its input) or --store DIR (with --input, "
+                          "the crawl's exported items); an Elasticsearch index: zhdedup es report")
+    if args.max_clusters < 1:
+        raise ConfigError("--max-clusters must be at least 1")
+    check_output(args.output, [p for p in (args.verdicts, args.input) if p])
+    fields = Fields(args.id_field or ("url" if args.store else "id"), args.text_field, args.html_field)
+    if args.store is not None:
+        findings = from_store(args.store, args.input, fields, max_clusters=args.max_clusters)
+    elif args.input is None:
+        raise ConfigError("--input: the scan's input, whose texts the report shows")
+    else:
+        config = DedupConfig(extractor=args.extractor, traditional_to_simplified=args.traditional_to_simplified)
+        findings = from_scan(Path(args.verdicts), args.input, fields, max_clusters=args.max_clusters, config=config)
+    print(write(findings, args.output, args.max_clusters), file=sys.stderr)
+    return 0
+
+
+def add_report_options(report: argparse.ArgumentParser) -> None:
+    """What every report command takes: where it goes and how many clusters it shows."""
+    report.add_argument("-o", "--output", default="zhdedup-report.html",
+                        help="the HTML file (default %(default)s); open it in any browser, it needs no network")
+    report.add_argument("--max-clusters", type=int, default=200,
+                        help="largest clusters shown, each repeat beside its original (default %(default)s)")
+
+
 DESCRIPTION = "Chinese exact and near-duplicate detection: a JSONL corpus on disk (scan), an Elasticsearch index (es)."
 EXIT_CODES = """exit codes:
   0    done
   1    done, but not all of it: es ingest had documents rejected (dead letters), scan could judge
        no line of its input, es status found the index does not fit, or the output pipe was closed
-  2    usage or configuration error, or an error that stopped the command (one line on stderr)
+  2    usage or configuration error, an input that cannot be read (missing, a truncated .gz), or
+       an error that stopped the command (one line on stderr)
   130  interrupted (Ctrl-C)"""
 
 
@@ -136,13 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zhdedup", description=DESCRIPTION, epilog=EXIT_CODES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="log progress and the Elasticsearch client's requests, and the traceback of an error")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE)
     sub = parser.add_subparsers(dest="command", required=True)
 
     scan = sub.add_parser("scan", help="judge each JSONL document against all before it")
-    scan.add_argument("input", help='JSONL, one {"id": ..., "text"|"html": ...} per line; "-" reads standard '
-                                    "input, *.gz is gunzipped")
+    scan.add_argument("input", help='JSONL, one {"id": ..., "text"|"html": ...} per line ("-" reads standard '
+                                    "input, *.gz is gunzipped), or a directory of saved pages (*.html, its path "
+                                    "below the directory as id)")
     scan.add_argument("-o", "--output", help="JSONL verdicts, one per judged input line (default stdout); written "
                                              "to a temporary file and renamed when the run ends")
     scan.add_argument("--store", type=Path, help="directory that remembers what was seen, across runs (crash-safe, "
@@ -152,8 +194,40 @@ def build_parser() -> argparse.ArgumentParser:
     add_options(scan, DedupConfig, "deduplication")
     scan.set_defaults(func=cmd_scan)
 
+    report = sub.add_parser("report", help="one HTML file showing what was folded and why (es report: from an index)")
+    report.add_argument("verdicts", nargs="?", help="zhdedup scan's output (JSONL verdicts)")
+    report.add_argument("--input", help="where the texts are: the scan's input (JSONL, .gz, a directory of pages) "
+                                        "or, with --store, the crawl's exported items (JSON lines or a JSON array)")
+    report.add_argument("--store", type=Path, help="an embedded store directory (a crawl's JOBDIR/zhdedup, "
+                                                   "ZHDEDUP_STORE_DIR, scan --store) instead of verdicts")
+    report.add_argument("--id-field", help="field of an input record with the id (default: id; url with --store)")
+    report.add_argument("--text-field", default="text", help="field with the text (default %(default)s)")
+    report.add_argument("--html-field", default="html", help="field with the page, used first (default %(default)s)")
+    add_report_options(report)
+    report.add_argument("--extractor", choices=("lxml", "trafilatura"), default="lxml",
+                        help="main-text extraction of pages, as the scan did (default %(default)s)")
+    report.add_argument("--no-t2s", dest="traditional_to_simplified", action="store_false",
+                        help="keep traditional characters, as a scan with --no-t2s did")
+    report.set_defaults(func=cmd_report)
+
     _mount_es(sub)
+    _verbose_anywhere(parser, VERBOSE)
     return parser
+
+
+VERBOSE = "log progress and the Elasticsearch client's requests, and the traceback of an error"
+
+
+def _verbose_anywhere(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``-v`` after a subcommand too (``zhdedup scan x -v``, ``zhdedup es status -v``); SUPPRESS leaves
+    the top-level default alone when a subcommand does not get it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                if "-v" not in command._option_string_actions:
+                    command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                                         help=help_text)
+                _verbose_anywhere(command, help_text)
 
 
 def _mount_es(sub: argparse._SubParsersAction) -> None:

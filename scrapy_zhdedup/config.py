@@ -111,18 +111,27 @@ class PipelineConfig:
                              group=SCRAPY_ONLY)
     fields: Mapping[str, str] = option(
         {"status": "dedup_status", "dup_of": "dup_of", "distance": "dup_distance", "cluster": "cluster_id"},
-        "item field per annotation (`annotate` mode); leave a key out to skip that annotation", group=SCRAPY_ONLY)
+        "item field per annotation (`annotate` mode); leave a key out to skip that annotation, add `reason` (what "
+        "made a repeat: `exact`, `similar`, `contained`), `similarity` or `contained` (README, How it decides) to get "
+        "them",
+        group=SCRAPY_ONLY)
     store_dir: str = option("", "where the embedded store is saved and loaded", group=SCRAPY_ONLY,
                             shown="`JOBDIR/zhdedup`, else memory only")
     workers: int = option(1, "processes that clean and fingerprint items (1: a thread of the crawl's process); "
                              "items are still judged in arrival order", group=SCRAPY_ONLY)
+    rerun: Literal["new", "all"] = option(
+        "new", "an item an earlier run judged, with the same id and text: `new` drops it if an earlier run "
+               "delivered it (only new content flows on; one judged but never delivered, e.g. before a crash, "
+               "is delivered), `all` passes it again as its stored verdict says", group=SCRAPY_ONLY)
 
     def __post_init__(self) -> None:
         if self.mode not in ("drop", "annotate"):
             raise ConfigError(f"ZHDEDUP_MODE must be 'drop' or 'annotate', not {self.mode!r}")
+        if self.rerun not in ("new", "all"):
+            raise ConfigError(f"ZHDEDUP_RERUN must be 'new' or 'all', not {self.rerun!r}")
         if self.workers < 1:
             raise ConfigError(f"ZHDEDUP_WORKERS must be at least 1, got {self.workers}")
-        unknown = set(self.fields) - {"status", "dup_of", "distance", "cluster"}
+        unknown = set(self.fields) - {"status", "dup_of", "distance", "cluster", "similarity", "contained", "reason"}
         if unknown:
             raise ConfigError(f"ZHDEDUP_FIELDS has unknown keys {sorted(unknown)}")
 

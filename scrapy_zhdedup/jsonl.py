@@ -1,28 +1,46 @@
-"""Streaming reader for the ``{"id": ..., "text"|"html": ...}`` JSONL input of ``zhdedup scan``/``es ingest``.
+"""The inputs of ``zhdedup scan``/``es ingest``/``report``: ``{"id": ..., "text"|"html": ...}`` JSONL,
+streamed, and directories of saved pages.
 
 Bad lines are reported with file and line number and skipped (or raised with ``strict``), so
 one broken record never costs the rest of a 100k-line file.  A record is bad when it is not a
-JSON object or has no usable id or text (validate.py says what usable means).
+JSON object or has no usable id or text (validate.py says what usable means).  A file that cannot be
+read on (a truncated ``.gz``) is not a bad line: it stops the command with :class:`InputError`,
+naming the file and the last line read.
 """
 
 from __future__ import annotations
 
 import gzip
+import html as htmllib
 import io
 import json
 import logging
+import re
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from .errors import EmptyTextError, InvalidDocumentError, ZhDedupError
+from .text import decode_html
 from .validate import check_id, check_unicode
 
 logger = logging.getLogger(__name__)
 
 STDIN = "-"
+HTML_SUFFIXES = (".html", ".htm", ".shtml", ".xhtml")
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+
+
+class InputError(ZhDedupError):
+    """An input that cannot be read on (a truncated or damaged ``.gz``, a read error): the command stops."""
+
+    def __init__(self, path: str, line: int, exc: BaseException) -> None:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        damaged = " (a truncated or damaged .gz file?)" if path.endswith(".gz") else ""
+        super().__init__(f"{path}: cannot read past line {line}: {reason}{damaged}")
 
 
 class BadRecordError(ZhDedupError, ValueError):
@@ -54,8 +72,8 @@ class Record:
 def parse_line(raw: str, path: str, line: int) -> Record:
     try:
         data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise BadRecordError(path, line, f"not JSON ({exc.msg})") from None
+    except json.JSONDecodeError as exc:  # msg alone can end in "at" (Invalid control character at)
+        raise BadRecordError(path, line, f"not JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
     if not isinstance(data, dict):
         raise BadRecordError(path, line, "not a JSON object")
     text, html = data.get("text"), data.get("html")
@@ -74,12 +92,60 @@ def parse_line(raw: str, path: str, line: int) -> Record:
 
 def read_records(fh: IO[str], path: str, *, strict: bool = False, start_line: int = 0,
                  errors: list[BadRecordError] | None = None) -> Iterator[Record]:
-    """Yield records from an open text file; bad lines go to ``errors`` (and the log) unless strict."""
-    for number, raw in enumerate(fh, start=1):
+    """Yield records from an open text file; bad lines go to ``errors`` (and the log) unless strict.
+    Raises InputError if the file cannot be read to its end."""
+    for number, raw in _lines(fh, path):
         if number <= start_line or not raw.strip():
             continue
         try:
             yield parse_line(raw, path, number)
+        except BadRecordError as exc:
+            if strict:
+                raise
+            logger.warning("skipped %s", exc)
+            if errors is not None:
+                errors.append(exc)
+
+
+def _lines(fh: IO[str], path: str) -> Iterator[tuple[int, str]]:
+    """Numbered lines; a read that fails (gzip's EOFError, zlib.error, OSError) is an InputError."""
+    lines, number = iter(fh), 0
+    while True:
+        try:
+            raw = next(lines)
+        except StopIteration:
+            return
+        except (EOFError, OSError, zlib.error) as exc:
+            raise InputError(path, number, exc) from None
+        number += 1
+        yield number, raw
+
+
+def html_files(directory: Path) -> list[Path]:
+    """The saved pages below ``directory``, in sorted order."""
+    return sorted(p for p in directory.rglob("*") if p.suffix.lower() in HTML_SUFFIXES and p.is_file())
+
+
+def read_page(directory: Path, file: Path) -> Record:
+    """A saved page as a record: its path below ``directory`` as id (and ``path``), its ``<title>``,
+    the bytes decoded as a browser would (GBK and Big5 too).  Raises BadRecordError if unreadable."""
+    rel = file.relative_to(directory).as_posix()
+    try:
+        page = decode_html(file.read_bytes())
+    except OSError as exc:
+        raise BadRecordError(str(file), 0, f"unreadable ({exc.strerror})") from None
+    data: dict[str, Any] = {"id": rel, "path": rel}
+    title = _TITLE.search(page)
+    if title:
+        data["title"] = htmllib.unescape(title.group(1)).strip()
+    return Record(str(file), 0, rel, None, page, data)
+
+
+def read_pages(directory: Path, *, strict: bool = False, errors: list[BadRecordError] | None = None) -> Iterator[Record]:
+    """Every saved page below ``directory`` (:func:`html_files`); unreadable ones as bad lines are."""
+    for file in html_files(directory):
+        try:
+            yield read_page(directory, file)
         except BadRecordError as exc:
             if strict:
                 raise

@@ -24,11 +24,14 @@ from .errors import ZhDedupError
 STDOUT = "-"
 
 
-def refuse_overwriting_inputs(output: str | None, inputs: Iterable[str | Path]) -> None:
-    """Raise unless ``output`` is stdout or a file other than every input."""
+def check_output(output: str | None, inputs: Iterable[str | Path]) -> None:
+    """Raise, before any work, unless ``output`` is stdout or a file other than every input in a
+    directory that exists (a mistyped directory is an error, not created)."""
     if output is None or output == STDOUT:
         return
     out = Path(output)
+    if not out.parent.is_dir():
+        raise ZhDedupError(f"{output}: no such directory {out.parent}; create it first or choose another -o")
     for source in inputs:
         if str(source) == "-":
             continue
@@ -55,7 +58,6 @@ class AtomicOutput:
         if self.path.exists() and not stat.S_ISREG(self.path.stat().st_mode):
             self._fh = open(self.path, "w", encoding="utf-8")
             return self
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
         self._tmp = Path(tmp)
         self._fh = os.fdopen(fd, "w", encoding="utf-8")

@@ -1,15 +1,28 @@
 """The Scrapy item pipeline: ``ITEM_PIPELINES = {"scrapy_zhdedup.pipelines.ZhDedupPipeline": 300}``.
 
-Failing once and early beats failing per item: the backend is opened (store reachable, index
-fitting, dead-letter file writable) in ``open_spider``, where an error fails the crawl (``scrapy
-crawl`` exits non-zero) before anything is downloaded.  In annotate mode an item class that cannot
-take the annotation fields is refused at its first item, before it is judged (a judged item is
-remembered, and the next run would drop it as a repeat of itself); the spider is then closed.
-An item the backend cannot judge because its store is down is in the backend's dead-letter file
-(``zhdedup/dead_letter``) and is dropped here with that reason; the close log says how to replay.
-If the store can take nothing more (the embedded store's disk is full, the dead-letter file cannot be
-written), the spider is closed (``zhdedup_store_failed``) and the items still coming pass on
-unjudged (``zhdedup/skipped/store_failed``): a repeat may get through, but no item is lost.
+Failing once and early beats failing per item: the backend is built (settings, the backend's
+module, the embedded store) in ``from_crawler`` and opened (store reachable, index fitting,
+dead-letter file writable) in ``open_spider``.  Any of that failing is said in one ERROR line when
+the spider opens, which then closes before anything is downloaded (``finish_reason``
+``zhdedup_cannot_start``): raising instead made Scrapy print ~65 lines of tracebacks (its
+CoreStats' assertion, asyncio's "Task exception was never retrieved").  In annotate mode an item
+class that cannot take the annotation fields is refused at its first item, before it is judged (a
+judged item is remembered, and the next run would drop it as a repeat of itself); the spider is
+then closed.  An item the backend cannot judge because its store is down is in the backend's
+dead-letter file (``zhdedup/dead_letter``) and is dropped here with that reason; the close log says
+how to replay.  If the store can take nothing more (the embedded store's disk is full, the
+dead-letter file cannot be written), the spider is closed (``zhdedup_store_failed``) and the items
+still coming pass on unjudged (``zhdedup/skipped/store_failed``): a repeat may get through, but no
+item is lost.
+
+Reruns (``ZHDEDUP_RERUN``): an item judged by an earlier run with the same id and text gets that
+run's verdict back from either backend.  ``new`` (the default) drops it when an earlier run delivered
+it, so an incremental crawl passes on only what is new; the delivery ledger (delivery.py) tells the
+items a killed run judged but never delivered, and those are delivered.  ``all`` passes every such
+item again, as its verdict says.  Stats: ``zhdedup/rerun/delivered`` (delivered by an earlier run),
+``zhdedup/rerun/undelivered`` (judged, never delivered: delivered now), ``zhdedup/dropped/rerun``;
+only items that would pass are counted, which both backends know alike (Elasticsearch keeps no
+duplicate dropped in drop mode, so it cannot tell one judged before from a new one).
 """
 
 from __future__ import annotations
@@ -19,14 +32,16 @@ from collections.abc import Callable
 from typing import Any
 
 from itemadapter import ItemAdapter
-from scrapy import Spider
+from scrapy import Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
 from .backends import Backend, load_backend
-from .config import DedupConfig, PipelineConfig, from_settings
+from .config import PipelineConfig, from_settings
+from .delivery import DeliveryLedger
 from .errors import EmptyTextError, InvalidDocumentError, StoreFailedError, StoreUnavailableError, ZhDedupError
+from .explain import drop_reason
 from .judge import Verdict
 
 logger = logging.getLogger(__name__)
@@ -74,29 +89,66 @@ def _one_line_drops(crawler: Crawler) -> None:
 class ZhDedupPipeline:
     """Drops (or annotates) items whose text repeats an earlier item exactly or nearly."""
 
-    def __init__(self, crawler: Crawler, config: PipelineConfig, dedup: DedupConfig, backend: Backend) -> None:
+    def __init__(self, crawler: Crawler, config: PipelineConfig, backend: Backend | None,
+                 problem: ZhDedupError | None = None) -> None:
+        """``problem``: why the backend could not be built; said, and the spider closed, at open."""
         self.crawler = crawler
         self.config = config
-        self.dedup = dedup
         self.backend = backend
+        self.problem = problem
         self.stats = crawler.stats
+        self.ledger: DeliveryLedger | None = None
         self._annotatable: dict[type, str | None] = {}  # item class -> why it cannot be annotated (None: it can)
+        for signal in (signals.item_scraped, signals.item_dropped):
+            crawler.signals.connect(self._finished, signal=signal)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ZhDedupPipeline:
         settings = crawler.settings
-        config = from_settings(PipelineConfig, settings)
-        if not config.enabled:
-            raise NotConfigured("ZHDEDUP_ENABLED is off")
-        _one_line_drops(crawler)
-        return cls(crawler, config, from_settings(DedupConfig, settings), load_backend(crawler, config.backend))
+        try:
+            config = from_settings(PipelineConfig, settings)
+            if not config.enabled:
+                raise NotConfigured("ZHDEDUP_ENABLED is off")
+            _one_line_drops(crawler)
+            return cls(crawler, config, load_backend(crawler, config.backend))
+        except ZhDedupError as exc:  # a setting, the [es] extra missing, a locked store: one line at open
+            _one_line_drops(crawler)
+            return cls(crawler, PipelineConfig(), None, exc)
 
     async def open_spider(self, spider: Spider | None = None) -> None:
         try:
+            if self.problem is not None or self.backend is None:
+                raise self.problem or ZhDedupError("no backend")
             await self.backend.open()
+            self.ledger = self._open_ledger()
         except ZhDedupError as exc:
             logger.error("zhdedup: cannot start, the crawl stops: %s", exc)
-            raise
+            self.stats.set_value("zhdedup/error", str(exc))
+            raise CloseSpider("zhdedup_cannot_start") from None
+        backend = self.backend
+        described = getattr(backend, "describe", lambda: type(backend).__name__)()
+        rerun = ("an item an earlier run delivered is dropped" if self.config.rerun == "new"
+                 else "an item an earlier run judged passes again")
+        undelivered = len(self.ledger.undelivered) if self.ledger else 0
+        logger.info("zhdedup: %s; ZHDEDUP_RERUN = %r: %s%s", described, self.config.rerun, rerun,
+                    f"; {undelivered} items judged by an earlier run and never delivered are delivered when crawled "
+                    "again" if undelivered else "")
+
+    def _open_ledger(self) -> DeliveryLedger | None:
+        """The ledger beside the backend's state (none for a store kept in memory only)."""
+        where = getattr(self.backend, "local_state", lambda: None)()
+        if where is None:
+            return None
+        ledger = DeliveryLedger(*where)
+        ledger.open()
+        return ledger
+
+    def _finished(self, item: Any) -> None:
+        """Scrapy is done with ``item`` (``item_scraped``, ``item_dropped``): it is delivered."""
+        if self.ledger is not None:
+            doc_id = ItemAdapter(item).get(self.config.id_field)
+            if doc_id is not None:
+                self.ledger.done(str(doc_id))
 
     async def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
@@ -110,15 +162,34 @@ class ZhDedupPipeline:
             logger.warning("zhdedup: item without %r or %r/%r passed through unjudged: %.200r",
                            cfg.id_field, cfg.text_field, cfg.html_field, item)
             return item
+        verdict = await self._judge(adapter, str(doc_id), text, html)
+        if verdict is None:
+            return item
+        self.stats.inc_value("zhdedup/judged")
+        self.stats.inc_value(f"zhdedup/{verdict.status}")
+        if verdict.is_duplicate and cfg.mode == "drop":
+            self.stats.inc_value(f"zhdedup/dropped/{verdict.status}")
+            raise DuplicateItem(f"zhdedup: {drop_reason(doc_id, verdict)}", cfg.drop_log_level)
+        self._rerun(str(doc_id), verdict)
+        if cfg.mode == "annotate":
+            self._annotate(adapter, verdict)
+        return item
+
+    async def _judge(self, adapter: ItemAdapter, doc_id: str, text: Any, html: Any) -> Verdict | None:
+        """The backend's verdict, or None for an item that passes unjudged (raises DropItem for one the
+        store will judge later)."""
+        assert self.backend is not None
         try:
+            if self.ledger is not None:
+                self.ledger.note(doc_id)  # before the store records a verdict: see delivery.py
             document = adapter.asdict()
-            document.pop(cfg.html_field, None)  # the page is judged, not stored: the backend stores its text
-            verdict = await self.backend.judge(str(doc_id), text=text, html=html, document=document)
+            document.pop(self.config.html_field, None)  # the page is judged, not stored: the backend stores its text
+            return await self.backend.judge(doc_id, text=text, html=html, document=document)
         except (EmptyTextError, InvalidDocumentError) as exc:
             reason = "empty_text" if isinstance(exc, EmptyTextError) else "invalid"
             self.stats.inc_value(f"zhdedup/skipped/{reason}")
             logger.warning("zhdedup: %s passed through unjudged: %s", _printable(doc_id), exc)
-            return item
+            return None
         except StoreUnavailableError as exc:  # kept by the backend (dead-letter file), to be judged later
             raise DropItem(f"zhdedup: not judged now: {exc}") from exc
         except StoreFailedError as exc:  # nothing can be remembered any more: stop once, loudly, keep the item
@@ -126,19 +197,21 @@ class ZhDedupPipeline:
             self.stats.inc_value("zhdedup/skipped/store_failed")
             logger.warning("zhdedup: %s passed through unjudged: the store failed (see the error above)",
                            _printable(doc_id))
-            return item
-        self.stats.inc_value("zhdedup/judged")
-        self.stats.inc_value(f"zhdedup/{verdict.status}")
-        if verdict.rerun:
-            self.stats.inc_value(f"zhdedup/rerun/{verdict.rerun}")
-        if verdict.is_duplicate and cfg.mode == "drop":
-            self.stats.inc_value(f"zhdedup/dropped/{verdict.status}")
-            distance = "" if verdict.status == "exact" else f" (distance {verdict.distance})"
-            raise DuplicateItem(f"zhdedup: {doc_id}: {verdict.status} duplicate of {verdict.dup_of}{distance}",
-                                cfg.drop_log_level)
-        if cfg.mode == "annotate":
-            self._annotate(adapter, verdict)
-        return item
+            return None
+
+    def _rerun(self, doc_id: str, verdict: Verdict) -> None:
+        """An item that would pass, judged by an earlier run with the same text: counted, and dropped with
+        ``ZHDEDUP_RERUN = "new"`` unless that run never delivered it."""
+        if verdict.rerun != "same":
+            return
+        if self.ledger is not None and doc_id in self.ledger.undelivered:
+            self.stats.inc_value("zhdedup/rerun/undelivered")
+            return
+        self.stats.inc_value("zhdedup/rerun/delivered")
+        if self.config.rerun == "new":
+            self.stats.inc_value("zhdedup/dropped/rerun")
+            raise DuplicateItem(f"zhdedup: {doc_id}: delivered by an earlier run (same text; ZHDEDUP_RERUN = "
+                                f"'all' passes it again)", self.config.drop_log_level)
 
     def _annotation_problem(self, item_class: type) -> str | None:
         """Why items of this class cannot take the annotation fields; the first time, the spider is closed."""
@@ -165,11 +238,16 @@ class ZhDedupPipeline:
 
     def _annotate(self, adapter: ItemAdapter, verdict: Verdict) -> None:
         values = {"status": verdict.status, "dup_of": verdict.dup_of, "distance": verdict.distance,
-                  "cluster": verdict.cluster}
+                  "cluster": verdict.cluster, "similarity": verdict.similarity, "contained": verdict.contained,
+                  "reason": verdict.reason}
         for key, field in self.config.fields.items():
             adapter[field] = values[key]  # the class was checked before judging
 
     async def close_spider(self, spider: Spider | None = None) -> None:
+        if self.ledger is not None:
+            self.ledger.close()
+        if self.backend is None:
+            return
         try:
             await self.backend.close()
         except StoreFailedError as exc:  # said in one line: a traceback would add nothing to it

@@ -20,7 +20,7 @@ import logging
 import traceback
 import zipfile
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -181,6 +181,13 @@ class EmbeddedStore:
             contained=None if match < 0 else self._entry_contained[entry] / 100,
             reason=None if match < 0 else REASONS[self._entry_reason[entry] - 1],
         )
+
+    def verdicts(self) -> Iterator[Verdict]:
+        """Every judged id's last verdict, in the order the ids were first judged (``zhdedup report``)."""
+        for doc_id in dict.fromkeys(self._ids):
+            verdict = self.previous(doc_id)
+            assert verdict is not None
+            yield verdict
 
     def _record(self, record: Record, features: Features | None = None) -> None:
         """The one way state changes: written to the log (if persisted), then applied in memory

@@ -18,5 +18,12 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
   exit 1
 fi
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q -e "$root${extras:+[$extras]}" "$@"
+# pip's -q does not quiet the build backend (setuptools prints a 10-line banner on every editable
+# install): its output is shown only when the install fails.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! { "$venv/bin/python" -m pip install -q --upgrade pip &&
+  "$venv/bin/python" -m pip install -q -e "$root${extras:+[$extras]}" "$@"; } >"$log" 2>&1; then
+  cat "$log" >&2
+  exit 1
+fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # es-node.sh — a throwaway single-node Elasticsearch on 127.0.0.1 for tests, CI and benchmarks.
 #
-# Usage: scripts/es-node.sh {fetch|start|stop|status|url}
+# Usage: scripts/es-node.sh {fetch|start|stop|status|url|--help}
 #
 # What it runs and why
 #   * Artifact: org.elasticsearch.distribution.integ-test-zip:elasticsearch (type zip), resolved by its
@@ -336,8 +336,11 @@ start() {
     local began=$SECONDS rc=0 left
     # -d returns once the node has started (the server writes the -p pid file itself); `timeout`
     # bounds a launch that hangs.
+    # The launcher's own JVM probes the node's flags in a "final-flags…" directory it never removes: under
+    # the node's tmp (java.io.tmpdir), not /tmp, and the last start's only.
+    rm -rf "$NODE_DIR"/tmp/final-flags*
     (cd "$NODE_DIR" && timeout "$START_TIMEOUT" "${NODE_USER_PREFIX[@]}" env ES_JAVA_HOME="$JAVA_HOME_FOR_ES" \
-        ES_PATH_CONF="$NODE_DIR/config" ES_TMPDIR="$NODE_DIR/tmp" \
+        ES_PATH_CONF="$NODE_DIR/config" ES_TMPDIR="$NODE_DIR/tmp" CLI_JAVA_OPTS="-Djava.io.tmpdir=$NODE_DIR/tmp" \
         "$dist/bin/elasticsearch" -d -p "$PID_FILE" \
         >"$NODE_DIR/logs/launcher.out" 2>&1 </dev/null) || rc=$?
     ((rc != 124)) || abort_start "Elasticsearch did not start within ${START_TIMEOUT}s"
@@ -422,7 +425,8 @@ main() {
     local cmd=${1:-}
     case $cmd in
     fetch | start | stop | status | url) ;;
-    *) die "usage: $0 {fetch|start|stop|status|url}" ;;
+    -h | --help | help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" && return 0 ;;
+    *) die "usage: $0 {fetch|start|stop|status|url|--help}" ;;
     esac
     choose_version
     choose_port

@@ -46,6 +46,9 @@ run_pytest() {
 }
 
 bash scripts/bootstrap.sh test
+# The report's browser test needs a headless Chromium and a Chinese font: installed when missing and
+# when we may (root with apt-get); otherwise that one test is skipped, saying why.
+bash scripts/chromium.sh >/dev/null || true
 if [ -n "${ZHDEDUP_TEST_ES_URL:-}" ]; then
   run_pytest .venv/bin/python "$@"
   exit

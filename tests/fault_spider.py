@@ -1,16 +1,21 @@
 """A spider for ``scrapy runspider`` in the fault tests: a real ``scrapy`` process, its real exit status.
 
-    scrapy runspider tests/fault_spider.py -a urls=URLS.txt -a out=RESULT.json [-a item=dict|bare] -s ...
+    scrapy runspider tests/fault_spider.py -a urls=URLS.txt -a out=RESULT.json [-a item=dict|bare]
+        [-a delivered=DELIVERED.txt] [-a kill_at=URL] -s ...
 
 Pages are requested one at a time in the order of URLS.txt (one URL a line), so items reach the
 pipeline in that order.  ``item=bare`` yields a ``scrapy.Item`` without the annotation fields.
 At close, RESULT.json gets the finish reason, the stats and the URLs of the items that left the
-pipelines (in the order they left).
+pipelines (in the order they left).  ``delivered``: each item's URL is appended to that file as it is
+scraped (what a killed crawl delivered).  ``kill_at``: the process SIGKILLs itself when that URL's item
+reaches the pipeline after scrapy-zhdedup's: judged, never delivered.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,17 +31,29 @@ class BareItem(scrapy.Item):
     html = scrapy.Field()
 
 
+class KillPipeline:
+    """After scrapy-zhdedup's: a crawl killed between judging an item and delivering it."""
+
+    def process_item(self, item: Any, spider: FaultSpider) -> Any:
+        if spider.kill_at and ItemAdapter(item)["url"] == spider.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return item
+
+
 class FaultSpider(scrapy.Spider):
     name = "fault"
     custom_settings = {  # noqa: RUF012 - Scrapy reads it from the class
-        "ITEM_PIPELINES": {"scrapy_zhdedup.pipelines.ZhDedupPipeline": 300},
+        "ITEM_PIPELINES": {"scrapy_zhdedup.pipelines.ZhDedupPipeline": 300, KillPipeline: 400},
         "ROBOTSTXT_OBEY": False,
         "TELNETCONSOLE_ENABLED": False,
         "LOG_LEVEL": "INFO",
     }
 
-    def __init__(self, urls: str, out: str, item: str = "dict", **kwargs: Any) -> None:
+    def __init__(self, urls: str, out: str, item: str = "dict", delivered: str = "", kill_at: str = "",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.delivered = Path(delivered) if delivered else None
+        self.kill_at = kill_at
         self.urls = Path(urls).read_text(encoding="utf-8").split()
         self.out = Path(out)
         self.item_kind = item
@@ -64,6 +81,9 @@ class FaultSpider(scrapy.Spider):
 
     def _scraped(self, item: Any) -> None:
         self.scraped.append(ItemAdapter(item)["url"])
+        if self.delivered is not None:
+            with self.delivered.open("a", encoding="utf-8") as fh:
+                fh.write(ItemAdapter(item)["url"] + "\n")
 
     def _closed(self, reason: str) -> None:
         assert self.crawler.stats is not None

@@ -4,7 +4,8 @@
 CORPUS from line START on into the store and prints one flushed verdict line per document, so
 whatever the test reads has been reported.  An id the store already judged with the same content
 gets its stored verdict back (the judge flow's rerun rule), so a resumed run repeats what was said.  ``--hold`` prints ``ready``
-after opening and waits for a line on stdin before judging, to keep the store locked.
+after opening and waits for a line on stdin before judging, to keep the store locked.  ``--only N`` judges N lines,
+then waits for stdin to close without closing the store: a writer killed after exactly N documents.
 """
 
 from __future__ import annotations
@@ -27,9 +28,14 @@ def main(store: str, corpus: str, start: str, compact_after: str, *flags: str) -
     if "--hold" in flags:
         print("ready", flush=True)
         sys.stdin.readline()
-    for line in Path(corpus).read_text(encoding="utf-8").splitlines()[int(start):]:
+    lines = Path(corpus).read_text(encoding="utf-8").splitlines()[int(start):]
+    only = int(flags[flags.index("--only") + 1]) if "--only" in flags else None
+    for line in lines[:only]:
         doc = json.loads(line)
         print(json.dumps(judge(deduper, doc["id"], doc["text"]), ensure_ascii=False), flush=True)
+    if only is not None:
+        sys.stdin.read()  # killed here
+        return
     deduper.close()
 
 

@@ -268,3 +268,64 @@ def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(cli, "judge", broken)
     with pytest.raises(ValueError, match="a bug"):
         main(["scan", "--workers", "1", str(write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "text": "一段文字"}]))])
+
+
+# --- issue 33: a new user's edges ------------------------------------------------------------------
+
+
+def test_a_truncated_gz_input_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
+    """The lines before the cut are judged (and kept in --store); the command stops with one line naming
+    the file and the last line read, exit 2 (it printed a 25-line EOFError traceback and exited 1)."""
+    import gzip
+
+    lines = "".join(json.dumps({"id": f"d{i}", "text": a.text}, ensure_ascii=False) + "\n"
+                    for i, a in enumerate(ARTICLES))
+    whole = gzip.compress(lines.encode("utf-8"))
+    source = tmp_path / "in.jsonl.gz"
+    source.write_bytes(whole[: len(whole) * 2 // 3])
+    proc = subprocess.run([str(ZHDEDUP), "scan", str(source), "--workers", "1", "--store", str(tmp_path / "s")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    [error] = [line for line in proc.stderr.splitlines() if line.startswith("zhdedup: error:")]
+    assert error.startswith(f"zhdedup: error: {source}: cannot read past line ") and "truncated" in error
+    assert len(proc.stderr.splitlines()) == 1
+    judged = int(error.split("cannot read past line ")[1].split(":")[0])
+    assert 0 < judged < len(ARTICLES)
+    deduper = Deduper.open(cli.DedupConfig(), tmp_path / "s")
+    try:
+        assert deduper.store.judged == judged  # what was read was judged and kept
+    finally:
+        deduper.close()
+
+
+def test_not_json_says_where_and_an_output_directory_is_not_created(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "x", "text": "一段\t文字"}\n', encoding="utf-8")  # a raw tab inside a string
+    assert main(["scan", "--workers", "1", str(source)]) == 1
+    assert "not JSON (Invalid control character at column 24)" in capsys.readouterr().err
+    good = write_jsonl(tmp_path / "good.jsonl", [{"id": "a", "text": ARTICLES[0].text}])
+    out = tmp_path / "no" / "such" / "out.jsonl"
+    assert main(["scan", "--workers", "1", str(good), "-o", str(out)]) == 2
+    assert f"{out}: no such directory {out.parent}" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()
+
+
+def test_verbose_after_the_subcommand_and_a_directory_of_pages(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``-v`` is taken after a subcommand too; ``scan`` reads a directory of saved pages as ``es ingest``
+    does (its path below the directory as id)."""
+    site = tmp_path / "site"
+    (site / "b").mkdir(parents=True)
+    (site / "a.html").write_text(news_page(ARTICLES[0].title, ARTICLES[0].text), encoding="utf-8")
+    (site / "b" / "copy.htm").write_bytes(news_page(ARTICLES[0].title, ARTICLES[0].text, site="caijing",
+                                                    charset="gbk").encode("gbk"))
+    (site / "notes.txt").write_text("not a page", encoding="utf-8")
+    assert main(["scan", str(site), "--workers", "1", "-v"]) == 0
+    assert _read(capsys.readouterr().out) == [
+        {"id": "a.html", "status": "unique", "dup_of": None, "reason": None, "similarity": None, "contained": None,
+         "distance": None},
+        {"id": "b/copy.htm", "status": "exact", "dup_of": "a.html", "reason": "exact", "similarity": 1.0,
+         "contained": 1.0, "distance": 0}]
+    assert cli.build_parser().parse_args(["es", "status", "-v"]).verbose
+    assert not cli.build_parser().parse_args(["es", "status"]).verbose

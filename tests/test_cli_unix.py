@@ -34,7 +34,8 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_every_option_has_help_and_the_top_help_no_markup(capsys: pytest.CaptureFixture[str]) -> None:
-    commands = {"scan": subparsers(build_parser())["scan"], **{f"es {k}": v for k, v in es_commands().items()}}
+    top = subparsers(build_parser())
+    commands = {"scan": top["scan"], "report": top["report"], **{f"es {k}": v for k, v in es_commands().items()}}
     for name, parser in commands.items():
         for action in parser._actions:
             assert action.help and action.help.strip(), f"zhdedup {name} {'/'.join(action.option_strings) or action.dest}"

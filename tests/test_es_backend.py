@@ -419,8 +419,9 @@ def test_scrapy_crawl_with_the_elasticsearch_backend(es_url: str, index: str, tm
 async def test_a_document_judged_again_gets_its_stored_verdict(es_url: str, index: str, tmp_path: Path,
                                                                es_client: Elasticsearch, texts: list[str]) -> None:
     """A recrawl (a new backend, same index) of the same ids and texts says what the first crawl said:
-    never "exact duplicate of itself". Stored documents are recognised by their own first copy; an exact
-    repeat (stored under another _id) is judged again, to the same verdict, and overwrites itself."""
+    never "exact duplicate of itself". Stored documents are recognised by their own first copy, an exact
+    repeat in annotate mode by its own copy (stored under another _id), so both backends count the same
+    reruns (issue 33, item 5)."""
     stream = [("a", texts[0]), ("b", texts[1]), ("a-near", near_repost(texts[0])), ("a-copy", exact_repost(texts[0]))]
     runs = []
     for _ in range(2):
@@ -432,6 +433,32 @@ async def test_a_document_judged_again_gets_its_stored_verdict(es_url: str, inde
     before, after = runs
     assert [v.record() for v in after] == [v.record() for v in before]
     assert [v.status for v in before] == ["unique", "unique", "near", "exact"]
-    assert [v.rerun for v in after] == ["same", "same", "same", None]
+    assert [v.rerun for v in after] == ["same", "same", "same", "same"]
     es_client.indices.refresh(index=index)
     assert es_client.count(index=index)["count"] == len(stream)  # nothing stored twice
+
+
+@pytest.mark.parametrize(("settings", "quiet"), [
+    ({}, True),  # Scrapy's default LOG_LEVEL is DEBUG: a default project must not get two lines per item
+    ({"LOG_LEVEL": "INFO"}, True),
+    ({"LOG_LEVEL": "DEBUG"}, False),  # asked for by the project (or -L DEBUG)
+])
+def test_the_clients_lines_are_quiet_unless_debug_was_asked_for(settings: dict[str, str], quiet: bool) -> None:
+    """Issue 33, item 6: 64 elastic_transport INFO lines for 28 items in a default project."""
+    import logging
+
+    from scrapy.settings import Settings
+
+    from es_plugin.backend import quiet_transport
+
+    transport = logging.getLogger("elastic_transport")
+    saved = transport.level
+    try:
+        transport.setLevel(logging.NOTSET)
+        quiet_transport(Settings(settings, priority="project"))
+        assert transport.getEffectiveLevel() == logging.WARNING if quiet else transport.level == logging.NOTSET
+        transport.setLevel(logging.INFO)  # a level set by the user is theirs
+        quiet_transport(Settings({}, priority="project"))
+        assert transport.level == logging.INFO
+    finally:
+        transport.setLevel(saved)

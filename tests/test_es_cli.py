@@ -98,7 +98,33 @@ def test_dedup_index_and_print_body(es_url: str, es_client: Elasticsearch, index
     first, *body_lines, last = out.splitlines()
     body = json.loads("\n".join(body_lines))
     assert first.startswith("curl ") and f"/{index}/_search" in first and last == "JSON"
-    assert body["collapse"]["field"] == "zhdedup.cluster" and body["collapse"]["inner_hits"]["size"] == 4
+    assert body["collapse"]["field"] == "zhdedup.cluster" and body["collapse"]["inner_hits"][0]["size"] == 4
+
+
+def test_search_runs_on_the_text_field_named_and_the_original_leads_without_inner_hits(
+        es_url: str, index: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33, items 1 and 2: ``--text-field content`` is what the search runs on (it searched
+    ``title,text`` and found nothing), and a group is led by its original whether or not inner hits are
+    asked for (a repost whose title repeats the query words outscores it and used to lead)."""
+    original, other = articles(2, max_chars=1500)
+    words = "台风 登陆"
+    docs = [{"id": "a/original", "title": "本地新闻", "content": original.text + "今年第二十号台风今天下午登陆。"},
+            {"id": "b/repost", "title": f"{words} {words} {words}",
+             "content": with_attribution(original.text + "今年第二十号台风今天下午登陆。")},
+            {"id": "c/other", "title": other.title, "content": other.text}]
+    path = tmp_path / "content.jsonl"
+    pages = [{"id": d["id"], "title": d["title"], "html": f"<html><body><p>{d['content']}</p></body></html>"}
+             for d in docs]  # pages: the index holds no "text" field, only the cleaned text in "content"
+    path.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pages), encoding="utf-8")
+    conn = ("--url", es_url, "--index", index, "--text-field", "content")
+    code, out, _ = run(capsys, "es", "ingest", str(path), *conn, "--checkpoint-dir", str(tmp_path / "ck"))
+    assert code == 0 and "1 near" in out
+    for extra in ((), ("--inner-hits", "1"), ("--inner-hits", "3")):
+        code, out, _ = run(capsys, "es", "search", "今年 第二十号", *conn, *extra)
+        assert code == 0 and "2 documents in 1 group" in out, out
+        code, out, _ = run(capsys, "es", "search", words, *conn, *extra)
+        assert code == 0 and out.splitlines()[1].endswith("[a/original]  +1 repeat folded"), out
+    assert "(near repeat, similar, similarity 1.00)" in out and "bits apart" not in out
 
 
 def test_errors_are_one_clear_line(es_url: str, index: str, capsys: pytest.CaptureFixture[str],

@@ -475,7 +475,8 @@ def test_crawl_with_the_node_down_from_the_start_fails_at_open(site: str, tmp_pa
     url = f"http://127.0.0.1:{free_port()}"
     urls = [f"{site}{r['id']}.html" for r in corpus()[:5]]
     done = crawl(urls, tmp_path, es_settings(url, "fault-down", tmp_path))
-    assert done.returncode != 0, done.log[-3000:]
+    assert done.result is not None and done.result["reason"] == "zhdedup_cannot_start", done.log[-3000:]
+    assert "Traceback" not in done.log and "Task exception" not in done.log, done.log[-3000:]  # one line
     assert f"Elasticsearch at {url} is not reachable" in done.log
     assert "--es-url" not in done.log
     assert "Error processing" not in done.log  # not item by item
@@ -577,7 +578,8 @@ def test_crawl_with_an_unwritable_dead_letter_fails_at_open(es_url: str, index: 
     dead = unwritable(tmp_path)
     urls = [f"{site}{r['id']}.html" for r in corpus()[:5]]
     done = crawl(urls, tmp_path / "crawl", es_settings(es_url, index, tmp_path, ZHDEDUP_ES_DEAD_LETTER=dead))
-    assert done.returncode != 0, done.log[-3000:]
+    assert done.result is not None and done.result["reason"] == "zhdedup_cannot_start", done.log[-3000:]
+    assert "Traceback" not in done.log, done.log[-3000:]
     assert str(dead) in done.log and "Error processing" not in done.log, done.log[-3000:]
     assert doc_count(es_url, index) == 0
 

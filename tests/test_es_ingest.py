@@ -84,7 +84,7 @@ def test_jsonl_verdicts_fields_and_bad_lines(es_url: str, index: str, tmp_path: 
     assert page["text"].split("\n")[0] in recs[-1]["html"]
 
     assert report["bad"] == 3
-    assert report["bad_examples"] == [f"{src}:4: not JSON (Expecting property name enclosed in double quotes)",
+    assert report["bad_examples"] == [f"{src}:4: not JSON (Expecting property name enclosed in double quotes at column 2)",
                                       f"{src}:10: no \"text\" or \"html\" string",
                                       f"{src}:13: no text to judge (no words or Chinese characters left after cleaning)"]
     with pytest.raises(BadRecordError, match=r"news\.jsonl:4: not JSON"):

@@ -43,6 +43,12 @@ def test_each_checkout_gets_its_own_stable_ports(tmp_path: Path) -> None:
     assert _port(a, ZHDEDUP_ES_VERSION="9", ZHDEDUP_ES_PORT="9333") == 9333
 
 
+def test_help_prints_the_usage_and_what_it_does() -> None:
+    proc = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0 and proc.stdout.startswith("es-node.sh — ") and "ZHDEDUP_ES_PORT" in proc.stdout
+    assert "Usage: scripts/es-node.sh {fetch|start|stop|status|url|--help}" in proc.stdout
+
+
 @pytest.mark.es
 def test_another_checkout_neither_stops_nor_takes_over_a_running_node(tmp_path: Path, es_url: str) -> None:
     host, port = urlsplit(es_url).hostname, urlsplit(es_url).port

@@ -41,7 +41,9 @@ def test_settings_list_every_option_at_its_default(monkeypatch: pytest.MonkeyPat
         for f in dataclasses.fields(cls):
             name = PREFIX + f.name.upper()
             assert hasattr(settings, name), f"examples/zhnews settings.py does not list {name}"
-            expected = "annotate" if name == "ZHDEDUP_MODE" else getattr(defaults, f.name)
+            expected = {"ZHDEDUP_MODE": "annotate",  # the example reports clusters, with what decided them
+                        "ZHDEDUP_FIELDS": {**PipelineConfig().fields, "similarity": "dup_similarity"}}.get(
+                            name, getattr(defaults, f.name))
             assert getattr(settings, name) == expected, name
 
 
@@ -118,3 +120,13 @@ def test_example_crawl_on_elasticsearch(tmp_path: Path, es_url: str, es_client, 
     assert report["wrongly_merged"] == []
     assert report["missed"] == []  # the passage lookup runs on Elasticsearch too
     assert es_client.count(index=index)["count"] == ARTICLE_PAGES  # annotate mode stores every page
+
+
+def test_the_demo_leaves_no_directory_behind(tmp_path: Path) -> None:
+    """Issue 33, item 9: each demo run left a /tmp/zhdedup-example-* directory."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(PREFIX)} | {"TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "run_example.py")], capture_output=True,
+                          text=True, env=env, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "removed at exit (--work-dir DIR keeps them)" in proc.stdout and "similarity 0." in proc.stdout
+    assert list(tmp_path.iterdir()) == []

@@ -63,3 +63,12 @@ def test_packages_are_marked_typed(package: object) -> None:
 def test_licence_file_matches_the_metadata() -> None:
     assert metadata.metadata(DIST)["License-Expression"] == "MIT"
     assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+
+
+def test_the_description_names_what_decides_today() -> None:
+    """Issue 33, item 9: it still said "(Bloom filter + SimHash bands)", which are off by default."""
+    import re
+
+    pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+    description = re.search(r'^description = "(.*)"$', pyproject, re.M).group(1)  # type: ignore[union-attr]
+    assert "SimHash bands" not in description and "MinHash" in description

@@ -6,6 +6,7 @@ crawls run in a subprocess (tests/zhcrawl.py) because a Twisted reactor cannot b
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 import zhtexts
 from helpers import on_a_small_disk, serving
+from scrapy.exceptions import CloseSpider
 from scrapy.utils.test import get_crawler
 from zhtexts import news_page
 
@@ -114,6 +116,7 @@ class DropCrawls:
     urls: list[str]
     first: Result
     second: Result  # same pages, same JOBDIR
+    third: Result  # and again, with ZHDEDUP_RERUN = "all"
     log: str  # of the first crawl (duplicates logged at INFO)
     second_log: str  # of the second (at the default DEBUG, under LOG_LEVEL INFO)
     workdir: Path
@@ -129,9 +132,11 @@ def drop_crawls(site: tuple[str, list[Page]], tmp_path_factory: pytest.TempPathF
              "settings": {"JOBDIR": str(workdir / "job")}}
     loud = dict(crawl, settings={**crawl["settings"], "ZHDEDUP_DROP_LOG_LEVEL": "INFO"})
     first, log = _crawl(workdir, [dict(loud, out=str(workdir / "first.json"))])
-    second, second_log = _crawl(workdir, [dict(crawl, out=str(workdir / "second.json"))])
+    everything = dict(crawl, settings={**crawl["settings"], "ZHDEDUP_RERUN": "all"})
+    (second, third), second_log = _crawl(workdir, [dict(crawl, out=str(workdir / "second.json")),
+                                                   dict(everything, out=str(workdir / "third.json"))])
     expected = _expected(base, pages, [u for u in urls if not u.endswith("notext.html")])
-    return DropCrawls(base, urls, first[0], second[0], log, second_log, workdir, expected)
+    return DropCrawls(base, urls, first[0], second, third, log, second_log, workdir, expected)
 
 
 def test_drop_mode_keeps_firsts_and_drops_repeats(drop_crawls: DropCrawls) -> None:
@@ -149,7 +154,7 @@ def test_drop_mode_keeps_firsts_and_drops_repeats(drop_crawls: DropCrawls) -> No
     for url, reason in dropped.items():
         status, dup_of = expected[url]
         assert reason == f"zhdedup: {url}: {status} duplicate of {dup_of}" or (
-            status == "near" and reason.startswith(f"zhdedup: {url}: near duplicate of {dup_of} (distance "))
+            status == "near" and reason.startswith(f"zhdedup: {url}: near duplicate of {dup_of} (similar, similarity "))
         assert f"INFO: Dropped: {reason}\n" in drop_crawls.log  # one line: no item dump after it
     assert "<html" not in drop_crawls.log.lower()
     assert base + "xinwen/empty.html" in kept and base + "xinwen/notext.html" in kept
@@ -180,18 +185,28 @@ def test_skipped_items_are_logged(drop_crawls: DropCrawls) -> None:
     assert "zhdedup: item without 'url' or 'text'/'html' passed through unjudged" in drop_crawls.log
 
 
-def test_second_crawl_with_the_same_jobdir_repeats_the_first_crawls_verdicts(drop_crawls: DropCrawls) -> None:
-    """Pages crawled again with the same content get their stored verdicts: the originals are kept
-    again (never "exact duplicate of itself"), the repeats dropped again."""
+def test_second_crawl_with_the_same_jobdir_delivers_only_what_is_new(drop_crawls: DropCrawls) -> None:
+    """Pages crawled again with the same content get their stored verdicts (never "exact duplicate of
+    itself"); with ZHDEDUP_RERUN = "new", the default, what the first crawl delivered is not delivered again,
+    the repeats are dropped again, and only the items that were never judged pass."""
     first, second = drop_crawls.first, drop_crawls.second
     assert (drop_crawls.workdir / "job" / "zhdedup" / "store.json").exists()
     stats = second["stats"]
     for key in ("zhdedup/judged", "zhdedup/unique", "zhdedup/exact", "zhdedup/near"):
         assert stats.get(key) == first["stats"].get(key), key
-    assert stats["zhdedup/rerun/same"] == first["stats"]["zhdedup/judged"]
-    assert sorted(i["url"] for i in second["items"]) == sorted(i["url"] for i in first["items"])
-    assert sorted((d["url"], d["reason"]) for d in second["dropped"]) == sorted(
-        (d["url"], d["reason"]) for d in first["dropped"])
+    assert stats["zhdedup/rerun/delivered"] == stats["zhdedup/dropped/rerun"] == first["stats"]["zhdedup/unique"]
+    assert "zhdedup/rerun/undelivered" not in stats
+    unjudged = {drop_crawls.base + "xinwen/empty.html", drop_crawls.base + "xinwen/notext.html"}
+    assert {i["url"] for i in second["items"]} == unjudged
+    reasons = {d["url"]: d["reason"] for d in second["dropped"]}
+    for url in {i["url"] for i in first["items"]} - unjudged:
+        assert reasons[url] == f"zhdedup: {url}: delivered by an earlier run (same text; ZHDEDUP_RERUN = 'all' " \
+                               "passes it again)"
+    assert sorted((d["url"], d["reason"]) for d in first["dropped"]) == sorted(
+        (url, reason) for url, reason in reasons.items() if "delivered by an earlier run" not in reason)
+    again = drop_crawls.third  # ZHDEDUP_RERUN = "all": the first crawl's items, again
+    assert sorted(i["url"] for i in again["items"]) == sorted(i["url"] for i in first["items"])
+    assert again["stats"]["zhdedup/rerun/delivered"] == first["stats"]["zhdedup/unique"]
 
 
 def test_an_item_whose_id_cannot_be_stored_passes_unjudged_and_the_rest_is_kept(
@@ -231,8 +246,9 @@ def test_a_full_disk_under_the_store_closes_the_spider_loses_no_item_and_a_recra
         urls = [base + p.path for p in pages]
         crawl = {"name": "news", "urls": urls, "item": "dict",
                  "settings": {"ZHDEDUP_MODE": "annotate", "ZHDEDUP_STORE_DIR": str(disk / "store")}}
-        (full,), log = _crawl(tmp_path, [crawl], lambda cmd: on_a_small_disk(cmd, disk, "12k", keep=kept))
-        again = dict(crawl, settings={**crawl["settings"], "ZHDEDUP_STORE_DIR": str(kept / "store")})
+        (full,), log = _crawl(tmp_path, [crawl], lambda cmd: on_a_small_disk(cmd, disk, "16k", keep=kept))
+        again = dict(crawl, settings={**crawl["settings"], "ZHDEDUP_STORE_DIR": str(kept / "store"),
+                                      "ZHDEDUP_RERUN": "all"})
         (resumed,), _ = _crawl(tmp_path, [again])
     stats = full["stats"]
     assert stats["finish_reason"] == "zhdedup_store_failed" and full["errors"] == [] and full["dropped"] == []
@@ -244,7 +260,7 @@ def test_a_full_disk_under_the_store_closes_the_spider_loses_no_item_and_a_recra
     assert all("dedup_status" not in item for item in full["items"][-unjudged:])
     expected = _expected(base, pages, urls)
     got = {item["url"]: (item["dedup_status"], item["dup_of"]) for item in resumed["items"]}
-    assert got == expected and resumed["stats"]["zhdedup/rerun/same"] == stats["zhdedup/judged"]
+    assert got == expected and resumed["stats"]["zhdedup/rerun/delivered"] == stats["zhdedup/judged"]
 
 
 def test_worker_processes_give_the_same_verdicts_and_a_killed_worker_loses_no_item(
@@ -358,6 +374,41 @@ def test_backend_is_loaded_by_name_or_dotted_path(name: str, backend: str) -> No
 
 
 @pytest.mark.parametrize("name", ["nosuch", "scrapy_zhdedup.backends.NoSuchBackend", "no_such_module.Backend"])
-def test_unknown_backend_is_a_config_error(name: str) -> None:
-    with pytest.raises(ConfigError, match="ZHDEDUP_BACKEND"):
-        ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))
+def test_unknown_backend_is_a_config_error_said_at_open(name: str) -> None:
+    pipeline = ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))
+    assert isinstance(pipeline.problem, ConfigError) and "ZHDEDUP_BACKEND" in str(pipeline.problem)
+    with pytest.raises(CloseSpider) as closed:
+        asyncio.run(pipeline.open_spider())
+    assert closed.value.reason == "zhdedup_cannot_start"
+
+
+def test_a_crawl_that_cannot_start_says_so_in_one_line(site: tuple[str, list[Page]], tmp_path: Path) -> None:
+    """Issue 33, item 4: a backend that cannot be loaded (the [es] extra missing), or a store that cannot
+    be opened, is one ERROR line and a closed spider (it was ~65 lines of tracebacks)."""
+    base, pages = site
+    urls = [base + p.path for p in pages[:3]]
+    (tmp_path / "store").write_text("a file where the store directory should be", encoding="utf-8")
+    crawls = [{"name": "news", "urls": urls, "item": "dict", "settings": settings} for settings in (
+        {"ZHDEDUP_BACKEND": "no_such_module.Backend"}, {"ZHDEDUP_STORE_DIR": str(tmp_path / "store")})]
+    results, log = _crawl(tmp_path, crawls)
+    assert "Traceback" not in log and "Task exception" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if "ERROR" in line]
+    assert len(errors) == 2 and all("zhdedup: cannot start, the crawl stops: " in e for e in errors), errors
+    assert "cannot import no_such_module.Backend" in errors[0] and str(tmp_path / "store") in errors[1]
+    for result in results:
+        assert result["stats"]["finish_reason"] == "zhdedup_cannot_start" and result["items"] == []
+        assert result["stats"].get("downloader/request_count", 0) == 0
+
+
+def test_a_drop_line_says_what_decided_not_the_hamming_distance() -> None:
+    """Issue 33, item 7: ``(distance 8)`` under ``ZHDEDUP_THRESHOLD = 3`` read as a bug; the similarity
+    decides, and the rule that decided is named once the verdict carries one (``reason``)."""
+    from scrapy_zhdedup.explain import drop_reason
+    from scrapy_zhdedup.judge import Verdict
+
+    near = Verdict("b", "near", "a", 8, "a", "0" * 32, 1, similarity=0.93, contained=0.95, reason="similar")
+    assert drop_reason("b", near) == "b: near duplicate of a (similar, similarity 0.93)"
+    cut = Verdict("b", "near", "a", 8, "a", "0" * 32, 1, similarity=0.57, contained=1.0, reason="contained")
+    assert drop_reason("b", cut) == "b: near duplicate of a (contained: 100% of it inside, similarity 0.57)"
+    exact = Verdict("c", "exact", "a", 0, "a", "0" * 32, None, similarity=1.0)
+    assert drop_reason("c", exact) == "c: exact duplicate of a"

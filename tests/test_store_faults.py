@@ -114,12 +114,12 @@ def test_kill_9_at_random_moments_loses_nothing_and_resumes_to_the_same_verdicts
 def _abandoned_store(tmp_path: Path, n: int) -> Path:
     """A store whose writer died after judging ``n`` documents (no close: everything is in the log)."""
     store = tmp_path / "store"
-    proc = _judge_proc(store, _write_corpus(tmp_path / "corpus.jsonl"), 0, 1 << 30, "--hold")
+    proc = _judge_proc(store, _write_corpus(tmp_path / "corpus.jsonl"), 0, 1 << 30, "--hold", "--only", str(n))
     assert proc.stdout is not None and proc.stdin is not None
     assert proc.stdout.readline() == "ready\n"
     proc.stdin.write("\n")
     proc.stdin.flush()
-    for _ in range(n):
+    for _ in range(n):  # then it waits, its n documents judged and nothing more, until it is killed
         assert proc.stdout.readline()
     proc.kill()
     proc.wait()

@@ -41,9 +41,11 @@ ZHDEDUP_TEXT_FIELD = _env("ZHDEDUP_TEXT_FIELD", "text")  # item field with plain
 ZHDEDUP_HTML_FIELD = _env("ZHDEDUP_HTML_FIELD", "html")  # item field with the page; wins over text
 ZHDEDUP_FIELDS = _env("ZHDEDUP_FIELDS", {  # annotation -> item field; leave a key out to skip it
     "status": "dedup_status", "dup_of": "dup_of", "distance": "dup_distance", "cluster": "cluster_id",
+    "similarity": "dup_similarity",  # not in the default: what decided a near repeat
 })
 ZHDEDUP_STORE_DIR = _env("ZHDEDUP_STORE_DIR", "")  # embedded store on disk; "" = JOBDIR/zhdedup, or memory only
 ZHDEDUP_WORKERS = _env("ZHDEDUP_WORKERS", 1)  # processes that clean and fingerprint; 1 = a thread of this one
+ZHDEDUP_RERUN = _env("ZHDEDUP_RERUN", "new")  # a page an earlier run delivered: "new" drops it, "all" passes it
 
 # --- scrapy-zhdedup: cleaning and fingerprinting (DedupConfig) -------------------------------
 ZHDEDUP_THRESHOLD = _env("ZHDEDUP_THRESHOLD", 3)  # SimHash distance (of 64 bits) the band keys reach
