@@ -31,7 +31,7 @@ from benchmarks import common
 from benchmarks.corpus import DEFAULT_SEED, Record, build_accuracy_set, build_short_set
 from benchmarks.reposts import TRANSFORMS
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Deduper
+from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import EmptyTextError
 
 NUM_PERM = 128

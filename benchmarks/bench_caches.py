@@ -27,9 +27,9 @@ from typing import Any
 from benchmarks import common
 from benchmarks.corpus import build_scan_file
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Fingerprinter
-from scrapy_zhdedup.features import Featurizer
-from scrapy_zhdedup.fingerprint import SimHasher, _digest
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.similarity.simhash import SimHasher, _digest
+from scrapy_zhdedup.similarity.words import Featurizer
 
 CAPS = (25_000, 50_000, 100_000, 200_000, 400_000, 1_000_000, 2_000_000)
 

@@ -36,7 +36,7 @@ from benchmarks.corpus import SHINGLE as TRUTH_SHINGLE
 from benchmarks.exact_overlaps import ExactOverlaps
 from scrapy_zhdedup import DedupConfig
 from scrapy_zhdedup.judge import NearRule
-from scrapy_zhdedup.sketch import SHINGLE, Overlap, shingle_hashes
+from scrapy_zhdedup.similarity.sketch import SHINGLE, Overlap, shingle_hashes
 
 CAUSES = ("punctuation", "rule", "estimate")
 

@@ -55,12 +55,12 @@ from benchmarks.reposts import TRANSFORMS, sentences
 from es_plugin.backend import ElasticsearchBackend
 from es_plugin.lookups import SEARCH_PAGE, near_query, query_features
 from es_plugin.template import install, sketch_terms, template_name, zhdedup_fields
-from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.engine import Fingerprinter
+from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.judge import Features, Verdict
-from scrapy_zhdedup.sketch import Sketch, band_keys, estimate_many, sketch
-from scrapy_zhdedup.text import content_hash
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.similarity.sketch import Sketch, band_keys, estimate_many, sketch
+from scrapy_zhdedup.text.clean import content_hash
 
 CHUNK = 5000  # documents per bulk request while loading
 MAX_JUDGED = 10_000  # documents a run's judgements can write (a page of search hits: no delete_by_query on the test node)

@@ -36,7 +36,7 @@ from es_plugin.ingest import ingest
 from es_plugin.reconcile import reconcile
 from es_plugin.template import install, template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.engine import Fingerprinter
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 
 DEDUP = DedupConfig()
 

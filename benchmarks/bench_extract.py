@@ -17,7 +17,7 @@ from pathlib import Path
 
 from benchmarks.corpus import load_base
 from examples.site.generate import generate
-from scrapy_zhdedup.text import TextCleaner, decode_html
+from scrapy_zhdedup.text.clean import TextCleaner, decode_html
 
 
 def bigrams(text: str) -> Counter[str]:

@@ -26,9 +26,9 @@ from typing import Any
 from benchmarks import common
 from benchmarks.corpus import load_base
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Fingerprinter
-from scrapy_zhdedup.features import Featurizer
-from scrapy_zhdedup.fingerprint import SimHasher
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.similarity.simhash import SimHasher
+from scrapy_zhdedup.similarity.words import Featurizer
 
 NUM_PERM = 128
 

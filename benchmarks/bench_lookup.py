@@ -73,7 +73,7 @@ def real_data(n: int) -> tuple[np.ndarray, np.ndarray]:
 
         from benchmarks.bench_pipeline import read_docs, scan_file
         from scrapy_zhdedup.config import DedupConfig
-        from scrapy_zhdedup.engine import Fingerprinter
+        from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 
         print(f"fingerprinting {n:,} real documents for the 'real' rows (cached) ...", flush=True)
         fingerprinter = Fingerprinter(DedupConfig())
@@ -107,8 +107,8 @@ def _timed_queries(queries: list[Any], lookup_insert: Any) -> float:
 
 
 def worker_ours(fps: np.ndarray, blocks: int, n_queries: int, seed: int) -> dict[str, Any]:
-    from scrapy_zhdedup.bandindex import BandIndex
-    from scrapy_zhdedup.bands import BandLayout
+    from scrapy_zhdedup.index.bandindex import BandIndex
+    from scrapy_zhdedup.index.bands import BandLayout
 
     layout = BandLayout(k=3, blocks=blocks)
     rng = np.random.default_rng(seed + 1)
@@ -221,7 +221,7 @@ def worker_minhash(mhs: np.ndarray, n_queries: int, seed: int) -> dict[str, Any]
 
 
 def worker_bloom(n: int, initial_capacity: int, n_queries: int) -> dict[str, Any]:
-    from scrapy_zhdedup.bloom import ExactFilter
+    from scrapy_zhdedup.store.bloom import ExactFilter
 
     def digest(i: int) -> str:
         return hashlib.blake2b(str(i).encode(), digest_size=16).hexdigest()

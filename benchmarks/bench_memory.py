@@ -42,7 +42,7 @@ from benchmarks import common
 from benchmarks.bench_pipeline import zhdedup_command
 from benchmarks.corpus import DEFAULT_SEED, wrap_html
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Deduper
+from scrapy_zhdedup.deduper import Deduper
 
 DEFAULT_DOCS = 1_000_000
 DEFAULT_PROBE = 3000

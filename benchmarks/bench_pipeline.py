@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 from benchmarks import common
 from benchmarks.corpus import DEFAULT_SEED, build_scan_file
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Deduper
+from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import EmptyTextError
 
 NUM_PERM = 128

@@ -58,7 +58,7 @@ from benchmarks.exact_overlaps import ExactOverlaps
 from benchmarks.recall_sets import Doc
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.errors import EmptyTextError
-from scrapy_zhdedup.sketch import shingle_hashes
+from scrapy_zhdedup.similarity.sketch import shingle_hashes
 
 Judge = Callable[[Sequence[Doc]], Iterator[str | None]]
 HOST_LINE_PAGES = 3

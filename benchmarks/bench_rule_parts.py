@@ -31,10 +31,10 @@ import numpy as np
 from benchmarks import common, recall_sets, sources
 from benchmarks.bench_recall import mostly_new, pairwise, predicted_clusters
 from scrapy_zhdedup import DedupConfig
-from scrapy_zhdedup.engine import Fingerprinter
+from scrapy_zhdedup.index.nearindex import MAX_POSTINGS
 from scrapy_zhdedup.judge import Features
-from scrapy_zhdedup.nearindex import MAX_POSTINGS
-from scrapy_zhdedup.sketch import Overlap, Sketch, band_keys, estimate_many, key_view, sketch
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.similarity.sketch import Overlap, Sketch, band_keys, estimate_many, key_view, sketch
 
 RULE = DedupConfig().rule
 

@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import common
-from scrapy_zhdedup.bands import BandLayout
-from scrapy_zhdedup.bloom import ExactFilter
-from scrapy_zhdedup.nearindex import CandidateKeys
-from scrapy_zhdedup.store import EmbeddedStore
-from scrapy_zhdedup.storelog import LOG_FILE, LogWriter, Record, read_log
+from scrapy_zhdedup.index.bands import BandLayout
+from scrapy_zhdedup.index.nearindex import CandidateKeys
+from scrapy_zhdedup.store.bloom import ExactFilter
+from scrapy_zhdedup.store.embedded import EmbeddedStore
+from scrapy_zhdedup.store.log import LOG_FILE, LogWriter, Record, read_log
 
 
 def _records(n: int) -> list[Record]:

@@ -4,7 +4,7 @@
 
 Adds ``--docs`` documents with seeded random features (a SimHash and a MinHash sketch per document,
 so 10 band keys and 16 sketch keys each as for real text, but no text to segment: 1M documents take
-minutes) to an :class:`~scrapy_zhdedup.store.EmbeddedStore` in a temporary directory, which logs and
+minutes) to an :class:`~scrapy_zhdedup.store.embedded.EmbeddedStore` in a temporary directory, which logs and
 snapshots itself as under ``zhdedup scan``; then closes it and opens it again.  Around every
 ``KeyTable.compact`` (per table), ``NearIndex.arrays``, ``EmbeddedStore.save`` and the reopening, the
 kernel's peak-RSS counter is reset (``/proc/self/clear_refs``, Linux only), so each call's own peak is
@@ -28,11 +28,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks import common
-from scrapy_zhdedup import keytable, nearindex, store
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Deduper
+from scrapy_zhdedup.deduper import Deduper
+from scrapy_zhdedup.index import multimap, nearindex
 from scrapy_zhdedup.judge import Features
-from scrapy_zhdedup.sketch import SIZE, Sketch
+from scrapy_zhdedup.similarity.sketch import SIZE, Sketch
+from scrapy_zhdedup.store import embedded
 
 DEFAULT_DOCS = 1_000_000
 BATCH = 10_000
@@ -104,9 +105,9 @@ class Peaks:
 def fill(directory: Path, n_docs: int, peaks: Peaks) -> dict[str, Any]:
     """Add ``n_docs`` documents to a store in ``directory``, close it; RSS and nbytes before the close."""
     labels: dict[int, str] = {}
-    peaks.wrap(keytable.KeyTable, "compact", lambda table: f"KeyTable.compact ({labels.get(id(table), '?')})")
+    peaks.wrap(multimap.KeyTable, "compact", lambda table: f"KeyTable.compact ({labels.get(id(table), '?')})")
     peaks.wrap(nearindex.NearIndex, "arrays", lambda _: "NearIndex.arrays (in save)")
-    peaks.wrap(store.EmbeddedStore, "save", lambda _: "EmbeddedStore.save")
+    peaks.wrap(embedded.EmbeddedStore, "save", lambda _: "EmbeddedStore.save")
     deduper = Deduper.open(DedupConfig(), directory)
     s = deduper.store
     labels.update({id(s._near.sketch_keys): "sketch keys", id(s._near.bands._table): "band keys",

@@ -52,8 +52,8 @@ from benchmarks import common
 from benchmarks.bench_pipeline import Doc, read_docs, run_naive, zhdedup_command
 from benchmarks.corpus import DEFAULT_SEED, build_scan_file
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import EmptyTextError
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 
 DEFAULT_DOCS = 3000
 HTML_RATE = 0.5

@@ -15,11 +15,11 @@ from unittest import mock
 
 import numpy as np
 
-from scrapy_zhdedup import engine
-from scrapy_zhdedup.fingerprint import hamming
+from scrapy_zhdedup.index.nearindex import Hit, NearIndex
 from scrapy_zhdedup.judge import Features
-from scrapy_zhdedup.nearindex import Hit, NearIndex
-from scrapy_zhdedup.sketch import EMPTY, SIZE, Overlap, Sketch, estimate_many, shingle_hashes
+from scrapy_zhdedup.similarity import fingerprinter
+from scrapy_zhdedup.similarity.simhash import hamming
+from scrapy_zhdedup.similarity.sketch import EMPTY, SIZE, Overlap, Sketch, estimate_many, shingle_hashes
 
 Shingles = frozenset[int]
 OverlapOf = Callable[[Shingles, Shingles], Overlap]
@@ -72,7 +72,7 @@ class ExactOverlaps:
 
     @contextmanager
     def patched(self) -> Iterator[None]:
-        sketch, estimated, table, up_to, overlap = engine.sketch, NearIndex.verify, self.shingles, self.up_to, self.overlap
+        sketch, estimated, table, up_to, overlap = fingerprinter.sketch, NearIndex.verify, self.shingles, self.up_to, self.overlap
 
         def recording(text: str) -> Sketch:
             s = sketch(text)
@@ -97,5 +97,5 @@ class ExactOverlaps:
                                     o.contained, why))
             return hits
 
-        with mock.patch.object(engine, "sketch", recording), mock.patch.object(NearIndex, "verify", verify):
+        with mock.patch.object(fingerprinter, "sketch", recording), mock.patch.object(NearIndex, "verify", verify):
             yield

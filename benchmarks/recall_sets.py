@@ -35,7 +35,7 @@ from benchmarks.reposts import (
     template_lookalike,
 )
 from scrapy_zhdedup.errors import EmptyTextError
-from scrapy_zhdedup.text import TextCleaner
+from scrapy_zhdedup.text.clean import TextCleaner
 
 SEED = 20261122
 

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass
 
 from benchmarks.reposts import paragraphs
-from scrapy_zhdedup.text import TextCleaner
+from scrapy_zhdedup.text.clean import TextCleaner
 
 
 @dataclass(frozen=True)

@@ -50,13 +50,13 @@ from elasticsearch import ApiError, AsyncElasticsearch
 from scrapy.crawler import Crawler
 from scrapy.settings import SETTINGS_PRIORITIES
 
-from scrapy_zhdedup.bloom import ExactFilter
 from scrapy_zhdedup.config import DedupConfig, EsConfig, PipelineConfig, from_settings
-from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, StoreUnavailableError, ZhDedupError
 from scrapy_zhdedup.judge import Features, Match, Prepared, Verdict, judge, verdict_for
-from scrapy_zhdedup.storemeta import fingerprint_settings
-from scrapy_zhdedup.text import decode_html
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.store.bloom import ExactFilter
+from scrapy_zhdedup.store.meta import fingerprint_settings
+from scrapy_zhdedup.text.clean import decode_html
 from scrapy_zhdedup.workers import PreparePool, TurnBatcher, prepare_job, prepared_by
 
 from .buffer import BulkBuffer, PendingBatch
@@ -158,7 +158,7 @@ def hand_on(earlier: asyncio.Future[None] | None, decided: asyncio.Future[None])
 
 
 class ElasticsearchBackend:
-    """The :class:`~scrapy_zhdedup.backends.Backend` on a shared Elasticsearch index."""
+    """The :class:`~scrapy_zhdedup.pipelines.backends.Backend` on a shared Elasticsearch index."""
 
     def __init__(self, dedup: DedupConfig, es: EsConfig, *, stats: Any = None, index_duplicates: bool = False,
                  client: AsyncElasticsearch | None = None, backoff_base: float = 0.5,

@@ -40,14 +40,14 @@ from typing import Any
 
 from elasticsearch import BadRequestError, Elasticsearch
 
-from scrapy_zhdedup.bands import BandLayout
-from scrapy_zhdedup.bloom import ExactFilter
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
+from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.judge import Match, Prepared, Verdict, judge
-from scrapy_zhdedup.store import EmbeddedStore
-from scrapy_zhdedup.validate import check_id
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.store.bloom import ExactFilter
+from scrapy_zhdedup.store.embedded import EmbeddedStore
+from scrapy_zhdedup.text.validate import check_id
 from scrapy_zhdedup.workers import PreparePool
 
 from .checkpoint import Checkpoint

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
 from scrapy_zhdedup.judge import Features, Match, NearRule
-from scrapy_zhdedup.nearindex import CandidateKeys, NearIndex
 
 from .journal import Journal
 from .writer import Action

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from scrapy_zhdedup.errors import ZhDedupError
-from scrapy_zhdedup.persist import atomic_write
+from scrapy_zhdedup.store.files import atomic_write
 
 FORMAT = 2
 

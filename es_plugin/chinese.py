@@ -18,8 +18,8 @@ from typing import Any
 
 from scrapy_zhdedup.config import Analysis
 from scrapy_zhdedup.errors import ConfigError
-from scrapy_zhdedup.features import HAS_WORD, cut
-from scrapy_zhdedup.text import TextCleaner
+from scrapy_zhdedup.similarity.words import HAS_WORD, cut
+from scrapy_zhdedup.text.clean import TextCleaner
 
 WORDS_FIELD = "zhdedup.words"
 _ANALYZERS: dict[str, dict[str, str]] = {

@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy_zhdedup.cli import add_report_options, progress
+from scrapy_zhdedup.cli.progress import progress
+from scrapy_zhdedup.cli.report import add_report_options
 from scrapy_zhdedup.config import (
     CONNECTION,
     LAYOUT,
@@ -188,7 +189,7 @@ def _print(data: Any) -> None:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from scrapy_zhdedup.storemeta import fingerprint_settings
+    from scrapy_zhdedup.store.meta import fingerprint_settings
 
     from .template import install
 
@@ -245,7 +246,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def _count_inputs(inputs: list[Path]) -> int:
-    from scrapy_zhdedup.jsonl import html_files
+    from scrapy_zhdedup.cli.inputs import html_files
 
     total = 0
     for path in inputs:
@@ -396,8 +397,8 @@ def _snippet(hit: dict[str, Any], fields: tuple[str, ...], width: int = 60) -> s
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from scrapy_zhdedup.output import check_output
-    from scrapy_zhdedup.reporthtml import write
+    from scrapy_zhdedup.cli.output import check_output
+    from scrapy_zhdedup.report.page import write
 
     from .report import from_index
 

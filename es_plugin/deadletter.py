@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from scrapy_zhdedup.errors import StoreFailedError
-from scrapy_zhdedup.persist import atomic_write
+from scrapy_zhdedup.store.files import atomic_write
 
 from .writer import Action, EsStats, describe, retryable
 

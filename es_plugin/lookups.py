@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.judge import Features, Match, NearRule, Prepared, Verdict, closest
-from scrapy_zhdedup.nearindex import CandidateKeys
-from scrapy_zhdedup.passages import votes_needed
+from scrapy_zhdedup.similarity.passages import votes_needed
 
 from .buffer import BulkBuffer
 from .steps import Call, Steps

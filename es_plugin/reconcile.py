@@ -25,8 +25,8 @@ from elasticsearch import Elasticsearch
 
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.index.nearindex import NearIndex
 from scrapy_zhdedup.judge import rounded
-from scrapy_zhdedup.nearindex import NearIndex
 
 from .scroll import PointInTime
 from .steps import drive

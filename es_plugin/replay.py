@@ -26,9 +26,9 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch
 
+from scrapy_zhdedup.cli.inputs import BadRecordError
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import ZhDedupError
-from scrapy_zhdedup.jsonl import BadRecordError
 from scrapy_zhdedup.workers import PreparePool
 
 from .backend import ElasticsearchBackend, prepare_for_index

@@ -1,4 +1,4 @@
-"""``zhdedup es report``: the report's verdicts and texts from an index (scrapy_zhdedup/report.py).
+"""``zhdedup es report``: the report's verdicts and texts from an index (scrapy_zhdedup/report/).
 
 Two passes through a point in time: every document's ``zhdedup`` fields (a few hundred bytes each,
 no text), then the texts of the documents in the clusters shown only, by ``_id``.  An index written
@@ -11,7 +11,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from scrapy_zhdedup.report import Doc, Findings, clusters, shown_ids
+from scrapy_zhdedup.report.findings import Doc, Findings, clusters, shown_ids
 
 from .scroll import PointInTime
 

@@ -25,10 +25,10 @@ from typing import Any
 from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch, NotFoundError
 
 from scrapy_zhdedup import __version__
-from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.errors import ConfigError, LayoutMismatchError, ZhDedupError
+from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.judge import Features, Verdict
-from scrapy_zhdedup.sketch import Sketch
+from scrapy_zhdedup.similarity.sketch import Sketch
 
 from .chinese import DEFAULT_SEARCH, SearchText
 from .steps import Steps, adrive, drive

@@ -1,7 +1,7 @@
 """Chinese exact and near-duplicate filtering for Scrapy, on an embedded store or Elasticsearch."""
 
 from .config import DedupConfig, EsConfig, PipelineConfig
-from .engine import Deduper
+from .deduper import Deduper
 from .errors import EmptyTextError, LayoutMismatchError, StoreError, StoreFailedError, ZhDedupError
 from .judge import Verdict
 

@@ -14,12 +14,12 @@ import os
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
-from .bands import BandLayout
 from .errors import ConfigError
-from .features import FeatureMode
+from .index.bands import BandLayout
+from .index.nearindex import CandidateKeys
 from .judge import NearRule
-from .nearindex import CandidateKeys
-from .text import Extractor
+from .similarity.words import FeatureMode
+from .text.clean import Extractor
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
-from .fingerprint import hamming
-from .sketch import Overlap, Sketch, band_keys, estimate_many
+from .similarity.simhash import hamming
+from .similarity.sketch import Overlap, Sketch, band_keys, estimate_many
 
 if TYPE_CHECKING:
-    from .engine import Fingerprinter
+    from .similarity.fingerprinter import Fingerprinter
 
 Status = Literal["unique", "exact", "near"]
 Reason = Literal["exact", "similar", "contained"]  # what made a repeat: same text, overlap, inside the earlier

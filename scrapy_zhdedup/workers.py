@@ -1,7 +1,7 @@
 """Cleaning, segmentation and fingerprints on every core; decisions stay in one process, in order.
 
 :class:`PreparePool` runs a step (``step(fingerprinter, item) -> result``, a module-level function so
-it pickles by name) in ``workers`` processes, each with its own :class:`~scrapy_zhdedup.engine.Fingerprinter`
+it pickles by name) in ``workers`` processes, each with its own :class:`~scrapy_zhdedup.similarity.fingerprinter.Fingerprinter`
 and caches, and yields the results **in input order**, so the caller judges exactly as it would in one
 process.  Items travel in chunks (fewer, larger messages) and at most ``window`` chunks are in flight,
 so memory stays bounded however long the input.  An error of one item (an empty text, a bad page)
@@ -38,10 +38,10 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Generic, TypeVar
 
 from .config import DedupConfig
-from .engine import Fingerprinter
 from .errors import ConfigError, ZhDedupError
-from .features import load_dictionaries
 from .judge import Prepared
+from .similarity.fingerprinter import Fingerprinter
+from .similarity.words import load_dictionaries
 
 In = TypeVar("In")
 Out = TypeVar("Out")

@@ -23,7 +23,7 @@ SEARCH_EXAMPLE = ["es", "search", "--index", "news", "台风 登陆", "--inner-h
 
 def print_body() -> str:
     """What ``zhdedup es search --index news "台风 登陆" --inner-hits 3 --print-body`` prints, at the defaults."""
-    from scrapy_zhdedup.cli import main
+    from scrapy_zhdedup.cli.main import main
 
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("ZHDEDUP_")}
     out = io.StringIO()

@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from scrapy_zhdedup.bandindex import BandIndex
-from scrapy_zhdedup.bands import BandLayout, default_blocks
+from scrapy_zhdedup.index.bandindex import BandIndex
+from scrapy_zhdedup.index.bands import BandLayout, default_blocks
 
 LAYOUTS = [(0, 1), (0, 4), (1, 2), (2, 4), (3, 4), (3, 5), (3, 8), (4, 6), (5, 8), (6, 7), (8, 10)]
 

@@ -16,8 +16,8 @@ import zhtexts
 from helpers import write_jsonl
 from zhtexts import news_page
 
-from scrapy_zhdedup import DedupConfig, Deduper, cli
-from scrapy_zhdedup.cli import main
+from scrapy_zhdedup import DedupConfig, Deduper
+from scrapy_zhdedup.cli.main import build_parser, main
 
 ZHDEDUP = Path(sys.executable).with_name("zhdedup")
 ARTICLES = zhtexts.articles(12)
@@ -265,7 +265,7 @@ def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("a bug")
 
-    monkeypatch.setattr(cli, "judge", broken)
+    monkeypatch.setattr("scrapy_zhdedup.cli.scan.judge", broken)
     with pytest.raises(ValueError, match="a bug"):
         main(["scan", "--workers", "1", str(write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "text": "一段文字"}]))])
 
@@ -291,7 +291,7 @@ def test_a_truncated_gz_input_is_one_error_line_and_exit_2(tmp_path: Path) -> No
     assert len(proc.stderr.splitlines()) == 1
     judged = int(error.split("cannot read past line ")[1].split(":")[0])
     assert 0 < judged < len(ARTICLES)
-    deduper = Deduper.open(cli.DedupConfig(), tmp_path / "s")
+    deduper = Deduper.open(DedupConfig(), tmp_path / "s")
     try:
         assert deduper.store.judged == judged  # what was read was judged and kept
     finally:
@@ -327,5 +327,5 @@ def test_verbose_after_the_subcommand_and_a_directory_of_pages(tmp_path: Path,
          "distance": None},
         {"id": "b/copy.htm", "status": "exact", "dup_of": "a.html", "reason": "exact", "similarity": 1.0,
          "contained": 1.0, "distance": 0}]
-    assert cli.build_parser().parse_args(["es", "status", "-v"]).verbose
-    assert not cli.build_parser().parse_args(["es", "status"]).verbose
+    assert build_parser().parse_args(["es", "status", "-v"]).verbose
+    assert not build_parser().parse_args(["es", "status"]).verbose

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scrapy_zhdedup import __version__
-from scrapy_zhdedup.cli import build_parser, main
+from scrapy_zhdedup.cli.main import build_parser, main
 
 ES_COMMANDS = ("install", "status", "ingest", "search", "dedup-index", "reconcile")
 

@@ -1,4 +1,4 @@
-"""The pipeline's ledger of items judged and not yet delivered (scrapy_zhdedup/delivery.py), with real
+"""The pipeline's ledger of items judged and not yet delivered (scrapy_zhdedup/pipelines/delivery.py), with real
 processes: one SIGKILLed mid-run leaves its undelivered ids to the next, one alive keeps its own."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scrapy_zhdedup.delivery import DeliveryLedger
+from scrapy_zhdedup.pipelines.delivery import DeliveryLedger
 
 NOTE_THEN = """
 import os, signal, sys, time
 from pathlib import Path
-from scrapy_zhdedup.delivery import DeliveryLedger
+from scrapy_zhdedup.pipelines.delivery import DeliveryLedger
 ledger = DeliveryLedger(Path(sys.argv[1]), "store")
 ledger.open()
 for doc_id in ("a", "b", "c\\n<d>", "e"):

@@ -11,9 +11,9 @@ from zhtexts import BOILERPLATE_FOOT, BOILERPLATE_HEAD, news_page
 
 from scrapy_zhdedup import DedupConfig, Deduper, EmptyTextError, Verdict
 from scrapy_zhdedup.errors import InvalidDocumentError
-from scrapy_zhdedup.fingerprint import hamming
 from scrapy_zhdedup.judge import NearRule, closest, judge
-from scrapy_zhdedup.sketch import Overlap
+from scrapy_zhdedup.similarity.simhash import hamming
+from scrapy_zhdedup.similarity.sketch import Overlap
 
 ARTICLES = zhtexts.articles(120)
 SHORT = zhtexts.articles(40, min_chars=40, max_chars=150)

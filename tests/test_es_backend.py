@@ -21,8 +21,8 @@ from es_plugin.backend import ElasticsearchBackend, hand_on
 from es_plugin.chinese import SearchText, segment
 from es_plugin.lookups import EsLookups, repeat_id
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Deduper
-from scrapy_zhdedup.text import TextCleaner, content_hash
+from scrapy_zhdedup.deduper import Deduper
+from scrapy_zhdedup.text.clean import TextCleaner, content_hash
 
 pytestmark = pytest.mark.es
 

@@ -20,7 +20,7 @@ from es_plugin.batch import READ_SORT, dedup_index
 from es_plugin.scroll import PointInTime
 from es_plugin.template import EsIndexError
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Deduper
+from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError
 
 pytestmark = pytest.mark.es

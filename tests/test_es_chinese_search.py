@@ -19,8 +19,8 @@ from es_plugin.ingest import ingest
 from es_plugin.search import folded_search
 from es_plugin.template import template_body, template_name
 from examples.site.generate import generate
-from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import Analysis, DedupConfig, EsConfig
+from scrapy_zhdedup.index.bands import BandLayout
 
 # query -> the base article (manifest "base") whose pages answer it
 QUERIES = {

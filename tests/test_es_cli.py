@@ -9,7 +9,7 @@ import pytest
 from elasticsearch import Elasticsearch
 from zhtexts import articles, edit_chars, with_attribution
 
-from scrapy_zhdedup.cli import main
+from scrapy_zhdedup.cli.main import main
 
 pytestmark = pytest.mark.es
 

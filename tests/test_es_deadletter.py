@@ -12,7 +12,7 @@ from helpers import Stats
 
 from es_plugin.deadletter import STAT, DeadLetterError, DeadLetters, keep_only, locked, read
 from es_plugin.writer import Action, EsStats
-from scrapy_zhdedup.persist import atomic_write
+from scrapy_zhdedup.store.files import atomic_write
 
 
 def letters(path: Path, stats: Stats | None = None) -> DeadLetters:

@@ -24,9 +24,9 @@ from es_plugin.backend import ElasticsearchBackend, bulk_parts
 from es_plugin.client import EsUnavailableError, check_reachable, make_client
 from es_plugin.template import install
 from es_plugin.writer import Action
-from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.text import TextCleaner, content_hash
+from scrapy_zhdedup.index.bands import BandLayout
+from scrapy_zhdedup.text.clean import TextCleaner, content_hash
 
 pytestmark = pytest.mark.es
 

@@ -210,7 +210,7 @@ def dying(self, actions):
     result = yield from write(self, actions)
     os._exit(137)
 writer.BulkWriter.write = dying
-from scrapy_zhdedup.cli import main
+from scrapy_zhdedup.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

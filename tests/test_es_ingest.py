@@ -16,11 +16,11 @@ from zhtexts import articles, edit_chars, news_page, traditional, traditional_tw
 from es_plugin.ingest import ingest, open_checkpoint
 from es_plugin.template import EsIndexError, install
 from es_plugin.window import DEFAULT_CONCURRENCY
+from scrapy_zhdedup.cli.inputs import BadRecordError
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.engine import Deduper
+from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError
-from scrapy_zhdedup.jsonl import BadRecordError
-from scrapy_zhdedup.text import TextCleaner
+from scrapy_zhdedup.text.clean import TextCleaner
 
 pytestmark = pytest.mark.es
 
@@ -127,7 +127,8 @@ def test_workers_change_neither_verdicts_nor_what_is_stored(es_url: str, index: 
 FORK_PROBE = """
 import sys
 from scrapy_zhdedup import workers
-from scrapy_zhdedup.cli import main, progress
+from scrapy_zhdedup.cli.main import main
+from scrapy_zhdedup.cli.progress import progress
 chosen = []
 start_method = workers.PreparePool._start_method
 workers.PreparePool._start_method = lambda self: chosen.append(start_method(self)) or chosen[-1]

@@ -14,10 +14,10 @@ from es_plugin.steps import Steps, drive
 from es_plugin.template import install, zhdedup_fields
 from es_plugin.writer import EsStats, RetryPolicy
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Fingerprinter
+from scrapy_zhdedup.index.nearindex import NearIndex
 from scrapy_zhdedup.judge import Features, Match, Verdict
-from scrapy_zhdedup.nearindex import NearIndex
-from scrapy_zhdedup.sketch import SIZE, Sketch
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.similarity.sketch import SIZE, Sketch
 
 pytestmark = pytest.mark.es
 

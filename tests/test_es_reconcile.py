@@ -17,7 +17,7 @@ from es_plugin.reconcile import reconcile
 from es_plugin.steps import drive
 from es_plugin.writer import Action, BulkWriter
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.engine import Deduper
+from scrapy_zhdedup.deduper import Deduper
 
 pytestmark = pytest.mark.es
 

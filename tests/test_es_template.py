@@ -20,12 +20,12 @@ from es_plugin.template import (
     template_name,
     zhdedup_fields,
 )
-from scrapy_zhdedup.bands import BandLayout
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.engine import Fingerprinter
 from scrapy_zhdedup.errors import LayoutMismatchError
+from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.judge import Verdict
-from scrapy_zhdedup.storemeta import fingerprint_settings
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.store.meta import fingerprint_settings
 
 pytestmark = pytest.mark.es
 

@@ -8,8 +8,8 @@ import re
 import pytest
 import zhtexts
 
-from scrapy_zhdedup.features import _KEEP_CHARS, MAX_WEIGHT, STOPWORDS, Featurizer
-from scrapy_zhdedup.text import TextCleaner
+from scrapy_zhdedup.similarity.words import _KEEP_CHARS, MAX_WEIGHT, STOPWORDS, Featurizer
+from scrapy_zhdedup.text.clean import TextCleaner
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[\w\u3400-\u9fff]")

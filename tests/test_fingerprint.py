@@ -9,9 +9,9 @@ import pytest
 import simhash
 import zhtexts
 
-from scrapy_zhdedup.features import Featurizer
-from scrapy_zhdedup.fingerprint import SimHasher, hamming
-from scrapy_zhdedup.text import TextCleaner
+from scrapy_zhdedup.similarity.simhash import SimHasher, hamming
+from scrapy_zhdedup.similarity.words import Featurizer
+from scrapy_zhdedup.text.clean import TextCleaner
 
 N_DOCS = 520
 SHORT_CHARS = 190  # below DedupConfig.short_text_chars: the length "auto" fingerprints by shingles

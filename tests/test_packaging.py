@@ -42,7 +42,7 @@ def test_each_optional_part_has_its_extra() -> None:
 
 def test_embedded_path_imports_neither_elasticsearch_nor_trafilatura() -> None:
     code = (
-        "import sys, scrapy_zhdedup.pipelines, scrapy_zhdedup.engine; "
+        "import sys, scrapy_zhdedup.pipelines, scrapy_zhdedup.deduper; "
         "print(sorted(m for m in ('elasticsearch', 'elastic_transport', 'trafilatura') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

@@ -366,14 +366,14 @@ def test_item_without_the_annotation_fields_closes_the_spider_before_judging(ann
 
 
 @pytest.mark.parametrize(("name", "backend"), [
-    ("embedded", "EmbeddedBackend"), ("scrapy_zhdedup.backends.EmbeddedBackend", "EmbeddedBackend")])
+    ("embedded", "EmbeddedBackend"), ("scrapy_zhdedup.pipelines.backends.EmbeddedBackend", "EmbeddedBackend")])
 def test_backend_is_loaded_by_name_or_dotted_path(name: str, backend: str) -> None:
     pipeline = ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))
     assert type(pipeline.backend).__name__ == backend
     pipeline.backend._pool.stop()  # type: ignore[attr-defined]  # the embedded backend's own pool
 
 
-@pytest.mark.parametrize("name", ["nosuch", "scrapy_zhdedup.backends.NoSuchBackend", "no_such_module.Backend"])
+@pytest.mark.parametrize("name", ["nosuch", "scrapy_zhdedup.pipelines.backends.NoSuchBackend", "no_such_module.Backend"])
 def test_unknown_backend_is_a_config_error_said_at_open(name: str) -> None:
     pipeline = ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))
     assert isinstance(pipeline.problem, ConfigError) and "ZHDEDUP_BACKEND" in str(pipeline.problem)

@@ -19,8 +19,8 @@ from helpers import write_jsonl
 from zhtexts import articles, edit_chars, news_page, traditional, with_attribution
 
 from scrapy_zhdedup import DedupConfig, Deduper
-from scrapy_zhdedup.cli import main
-from scrapy_zhdedup.reporthtml import MAX_CHAR_DIFF, diff
+from scrapy_zhdedup.cli.main import main
+from scrapy_zhdedup.report.page import MAX_CHAR_DIFF, diff
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOT = ROOT / ".cache" / "report-test" / "report.png"  # the browser test's screenshot, kept for a look

@@ -15,7 +15,7 @@ import zhtexts
 from zhtexts import news_page
 
 from scrapy_zhdedup import DedupConfig, Deduper
-from scrapy_zhdedup.cli import main
+from scrapy_zhdedup.cli.main import main
 
 ARTICLES = zhtexts.articles(50)
 BAD = {  # position in the corpus -> (line, message)

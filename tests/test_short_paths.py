@@ -19,10 +19,10 @@ import pytest
 import simhash
 import zhtexts
 
-from scrapy_zhdedup import sketch
-from scrapy_zhdedup import text as text_module
-from scrapy_zhdedup.features import _KEEP_CHARS, MAX_WEIGHT, Featurizer
-from scrapy_zhdedup.fingerprint import SimHasher
+from scrapy_zhdedup.similarity import sketch
+from scrapy_zhdedup.similarity.simhash import SimHasher
+from scrapy_zhdedup.similarity.words import _KEEP_CHARS, MAX_WEIGHT, Featurizer
+from scrapy_zhdedup.text import clean as text_module
 
 EDGE = ["", "a", "好", "。", "𠀀", "ab", "你好", "a𠀀", "，。", "abc", "国务院", "𠀀𠀁𠀂", "，。！？", "abcd",
         "国务院会", "a好𠀀。", "   ", "\n\n", "！！！…………", "\U0010ffff\uffff\ufffe", "ＡＢＣ１２３", "ABCabc",
@@ -70,7 +70,7 @@ def test_uncached_simhash_of_shingles_equals_the_package_and_the_cached_path(inp
 
 
 def test_md5_is_md5() -> None:
-    from scrapy_zhdedup.fingerprint import md5 as used
+    from scrapy_zhdedup.similarity.simhash import md5 as used
 
     for feature in ["", "a", "国务院", "𠀀", "x" * 1000]:
         assert used(feature.encode()).digest() == md5(feature.encode()).digest()
@@ -206,7 +206,7 @@ def test_estimates_equal_the_old_ones_bit_for_bit(inputs: list[str], rows: int, 
 def _old_segment(text: str) -> str:
     import re
 
-    from scrapy_zhdedup.features import cut
+    from scrapy_zhdedup.similarity.words import cut
 
     return " ".join(w.lower() for w in cut(text) if re.search(r"[\w\u3400-\u9fff]", w))
 
@@ -290,7 +290,7 @@ def old_idf() -> tuple[dict[str, float], float]:
 def _old_words(text: str, old_idf: tuple[dict[str, float], float]) -> dict[str, int]:
     import math
 
-    from scrapy_zhdedup.features import _HAS_CJK, HAS_WORD, STOPWORDS, WEIGHT_SCALE, cut
+    from scrapy_zhdedup.similarity.words import _HAS_CJK, HAS_WORD, STOPWORDS, WEIGHT_SCALE, cut
 
     idf, median = old_idf
     out: dict[str, int] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scrapy_zhdedup import sketch
+from scrapy_zhdedup.similarity import sketch
 from tests import zhtexts
 
 

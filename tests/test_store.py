@@ -18,19 +18,19 @@ import pytest
 import zhtexts
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError, StoreFailedError
-from scrapy_zhdedup.bandindex import BandIndex, Hit
-from scrapy_zhdedup.bands import BandLayout
-from scrapy_zhdedup.bloom import ExactFilter
-from scrapy_zhdedup.engine import Fingerprinter
-from scrapy_zhdedup.fingerprint import hamming
+from scrapy_zhdedup.index.bandindex import BandIndex, Hit
+from scrapy_zhdedup.index.bands import BandLayout
+from scrapy_zhdedup.index.multimap import KeyTable
+from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.judge import Features
-from scrapy_zhdedup.keytable import KeyTable
-from scrapy_zhdedup.nearindex import CandidateKeys
-from scrapy_zhdedup.persist import atomic_write
-from scrapy_zhdedup.store import INDEX_FILE, EmbeddedStore
-from scrapy_zhdedup.storelog import LOG_FILE
-from scrapy_zhdedup.storemeta import META_FILE
-from scrapy_zhdedup.text import content_hash
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.similarity.simhash import hamming
+from scrapy_zhdedup.store.bloom import ExactFilter
+from scrapy_zhdedup.store.embedded import INDEX_FILE, EmbeddedStore
+from scrapy_zhdedup.store.files import atomic_write
+from scrapy_zhdedup.store.log import LOG_FILE
+from scrapy_zhdedup.store.meta import META_FILE
+from scrapy_zhdedup.text.clean import content_hash
 
 ARTICLES = zhtexts.articles(40)
 
@@ -184,7 +184,7 @@ def test_build_equals_adding() -> None:
 def test_many_merges_equal_one_bulk_build(dtype: type[np.unsignedinteger], monkeypatch: pytest.MonkeyPatch) -> None:
     """Merging pending entries into the sorted arrays, again and again (rows oldest first within a
     key, limits counting both parts), gives the table one sort of every pair gives."""
-    monkeypatch.setattr("scrapy_zhdedup.keytable._MIN_PENDING", 64)  # many merges, of many sizes
+    monkeypatch.setattr("scrapy_zhdedup.index.multimap._MIN_PENDING", 64)  # many merges, of many sizes
     rng = random.Random(7)
     top = int(np.iinfo(dtype).max)
     common = [rng.randrange(top + 1) for _ in range(40)] + [0, top]  # keys shared by many rows

@@ -19,11 +19,11 @@ import pytest
 import zhtexts
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError
-from scrapy_zhdedup.cli import main as cli_main
-from scrapy_zhdedup.store import INDEX_FILE
-from scrapy_zhdedup.storelock import StoreLockedError
-from scrapy_zhdedup.storelog import LOG_FILE, read_log
-from scrapy_zhdedup.storemeta import META_FILE
+from scrapy_zhdedup.cli.main import main as cli_main
+from scrapy_zhdedup.store.embedded import INDEX_FILE
+from scrapy_zhdedup.store.lock import StoreLockedError
+from scrapy_zhdedup.store.log import LOG_FILE, read_log
+from scrapy_zhdedup.store.meta import META_FILE
 
 JUDGE = Path(__file__).with_name("judge_proc.py")
 ARTICLES = zhtexts.articles(90)

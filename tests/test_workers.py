@@ -14,8 +14,9 @@ import zhtexts
 from zhtexts import edit_chars, news_page, with_attribution
 
 from scrapy_zhdedup import DedupConfig, EmptyTextError
-from scrapy_zhdedup.engine import Deduper, Fingerprinter
+from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.judge import Prepared, judge
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.workers import Job, PreparePool, TurnBatcher, prepare_job, prepared_by
 
 ARTICLES = zhtexts.articles(40)

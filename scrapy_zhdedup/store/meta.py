@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .config import DedupConfig
-from .errors import StoreError
-from .persist import atomic_write
-from .sketch import VERSION as SKETCH_VERSION
+from ..config import DedupConfig
+from ..errors import StoreError
+from ..similarity.sketch import VERSION as SKETCH_VERSION
+from .files import atomic_write
 
 META_FILE = "store.json"
 FORMAT = 4  # 4: directed verdicts (contained share, reason), 128-bin sketches; 3: MinHash sketches; 2: settings recorded

@@ -27,12 +27,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..judge import Features, NearRule, Reason, closest
+from ..similarity.passages import votes_needed
+from ..similarity.sketch import SIZE
 from .bandindex import BandIndex
 from .bands import BandLayout
-from .judge import Features, NearRule, Reason, closest
-from .keytable import KeyTable
-from .passages import votes_needed
-from .sketch import SIZE
+from .multimap import KeyTable
 
 MAX_POSTINGS = 64  # a key in more documents than this is boilerplate, not evidence
 

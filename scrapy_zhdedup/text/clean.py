@@ -19,7 +19,7 @@ import charset_normalizer
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
-from .errors import ConfigError, EmptyTextError
+from ..errors import ConfigError, EmptyTextError
 
 Extractor = Literal["lxml", "trafilatura"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
-from .fingerprint import BITS
+from ..errors import ConfigError
+from ..similarity.simhash import BITS
 
 LAYOUT_VERSION = 1
 MAX_TABLES = 128  # keys computed per document, and keyword fields per index on Elasticsearch

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import InvalidDocumentError
+from ..errors import InvalidDocumentError
 
 
 def check_id(value: Any) -> str:

@@ -11,7 +11,7 @@ import io
 
 from pybloom_live import ScalableBloomFilter
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 
 class ExactFilter:

@@ -20,17 +20,17 @@ from scrapy.utils.reactor import CallLaterOnce
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
-from .config import DedupConfig, PipelineConfig, from_settings
-from .engine import Deduper
-from .errors import ConfigError
-from .judge import Prepared, Verdict, judge
-from .workers import Job, PreparePool, TurnBatcher, prepare_job, prepared_by
+from ..config import DedupConfig, PipelineConfig, from_settings
+from ..deduper import Deduper
+from ..errors import ConfigError
+from ..judge import Prepared, Verdict, judge
+from ..workers import Job, PreparePool, TurnBatcher, prepare_job, prepared_by
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BACKENDS = {
-    "embedded": "scrapy_zhdedup.backends.EmbeddedBackend",
+    "embedded": "scrapy_zhdedup.pipelines.backends.EmbeddedBackend",
     "elasticsearch": "es_plugin.backend.ElasticsearchBackend",
 }
 

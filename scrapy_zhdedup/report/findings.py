@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import DedupConfig
-from .errors import EmptyTextError, InvalidDocumentError, ZhDedupError
-from .jsonl import STDIN, input_name, open_input, read_pages
-from .text import TextCleaner
+from ..cli.inputs import STDIN, input_name, open_input, read_pages
+from ..config import DedupConfig
+from ..errors import EmptyTextError, InvalidDocumentError, ZhDedupError
+from ..text.clean import TextCleaner
 
 
 @dataclass(frozen=True)
@@ -127,8 +127,8 @@ def from_scan(verdicts: Path, source: str, fields: Fields = Fields(), *, max_clu
 
 def from_store(directory: Path, items: str | None, fields: Fields, *, max_clusters: int) -> Findings:
     """An embedded store's verdicts, and the texts of a crawl's exported items (if given)."""
-    from .engine import Deduper
-    from .storemeta import FINGERPRINT_SETTINGS, META_FILE
+    from ..deduper import Deduper
+    from ..store.meta import FINGERPRINT_SETTINGS, META_FILE
 
     if not (directory / META_FILE).is_file():
         raise ZhDedupError(f"{directory}: not a scrapy-zhdedup store (no {META_FILE})")

@@ -37,12 +37,12 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
+from ..config import PipelineConfig, from_settings
+from ..errors import EmptyTextError, InvalidDocumentError, StoreFailedError, StoreUnavailableError, ZhDedupError
+from ..explain import drop_reason
+from ..judge import Verdict
 from .backends import Backend, load_backend
-from .config import PipelineConfig, from_settings
 from .delivery import DeliveryLedger
-from .errors import EmptyTextError, InvalidDocumentError, StoreFailedError, StoreUnavailableError, ZhDedupError
-from .explain import drop_reason
-from .judge import Verdict
 
 logger = logging.getLogger(__name__)
 

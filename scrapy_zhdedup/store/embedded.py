@@ -26,22 +26,22 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
+from ..config import DedupConfig
+from ..errors import StoreError, StoreFailedError
+from ..index.multimap import KeyTable
+from ..index.nearindex import CandidateKeys, NearIndex
+from ..judge import REASONS, Features, Match, NearRule, Status, Verdict, rounded
+from ..similarity.sketch import Sketch
 from .bloom import ExactFilter
-from .config import DedupConfig
-from .errors import StoreError, StoreFailedError
-from .judge import REASONS, Features, Match, NearRule, Status, Verdict, rounded
-from .keytable import KeyTable
-from .nearindex import CandidateKeys, NearIndex
-from .persist import atomic_write
-from .sketch import Sketch
-from .storelock import DirectoryLock
-from .storelog import LOG_FILE, LogWriter, Record, read_log
-from .storemeta import FORMAT, META_FILE, check_or_record, fingerprint_settings
+from .files import atomic_write
+from .lock import DirectoryLock
+from .log import LOG_FILE, LogWriter, Record, read_log
+from .meta import FORMAT, META_FILE, check_or_record, fingerprint_settings
 
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from .judge import Prepared
+    from ..judge import Prepared
 
 INDEX_FILE = "index.npz"
 _OLD_BLOOM_FILE = "bloom.bin"  # format 1 kept the filter beside the index

@@ -18,7 +18,7 @@ from collections import Counter
 from functools import cache, lru_cache
 from typing import Literal
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 FeatureMode = Literal["auto", "words", "chars"]
 

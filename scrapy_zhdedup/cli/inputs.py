@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import EmptyTextError, InvalidDocumentError, ZhDedupError
-from .text import decode_html
-from .validate import check_id, check_unicode
+from ..errors import EmptyTextError, InvalidDocumentError, ZhDedupError
+from ..text.clean import decode_html
+from ..text.validate import check_id, check_unicode
 
 logger = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from html import escape
 from importlib import resources
 from pathlib import Path
 
-from . import __version__
-from .explain import decided
-from .output import AtomicOutput
-from .report import Cluster, Doc, Findings, clusters
+from .. import __version__
+from ..cli.output import AtomicOutput
+from ..explain import decided
+from .findings import Cluster, Doc, Findings, clusters
 
 MAX_SHOWN = 20_000  # characters of a text shown and compared; the rest is left out, said so
 MAX_CHAR_DIFF = 2_000  # characters per side of a differing run compared character by character
@@ -99,7 +99,7 @@ def render(findings: Findings, max_clusters: int = 200) -> str:
     ]
     if len(groups) > len(shown):
         body.append(f'<p class="note">{len(groups) - len(shown)} smaller clusters are not shown (--max-clusters).</p>')
-    template = resources.files("scrapy_zhdedup").joinpath("report.html").read_text(encoding="utf-8")
+    template = resources.files(__package__).joinpath("report.html").read_text(encoding="utf-8")
     return template.replace("<!--BODY-->", "\n".join(body))
 
 

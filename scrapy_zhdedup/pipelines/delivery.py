@@ -29,7 +29,7 @@ import re
 import uuid
 from pathlib import Path
 
-from .errors import StoreError, StoreFailedError
+from ..errors import StoreError, StoreFailedError
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from .errors import StoreError
+from ..errors import StoreError
 
 LOCK_FILE = "lock"
 

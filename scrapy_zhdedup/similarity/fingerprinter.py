@@ -1,6 +1,4 @@
-"""The pure step (:class:`Fingerprinter`: text → :class:`~scrapy_zhdedup.judge.Prepared`) and the
-embedded judge (:class:`Deduper`: that step, :func:`~scrapy_zhdedup.judge.judge` and an
-:class:`~scrapy_zhdedup.store.EmbeddedStore`).
+"""The pure step: text → :class:`~scrapy_zhdedup.judge.Prepared` (clean, hash), and its features.
 
 Order matters for speed: the content hash needs only the cleaned text, so exact repeats are
 answered before the costly part (segmentation and fingerprint) is ever run.
@@ -8,18 +6,15 @@ answered before the costly part (segmentation and fingerprint) is ever run.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from .config import DedupConfig
-from .features import Featurizer
-from .fingerprint import SimHasher
-from .furniture import without_furniture
-from .judge import Features, Prepared, Verdict, judge
+from ..config import DedupConfig
+from ..judge import Features, Prepared
+from ..text.clean import TextCleaner, content_hash
+from ..text.furniture import without_furniture
+from ..text.validate import check_id, check_unicode
 from .passages import passage_keys
+from .simhash import SimHasher
 from .sketch import sketch
-from .store import EmbeddedStore
-from .text import TextCleaner, content_hash
-from .validate import check_id, check_unicode
+from .words import Featurizer
 
 
 class Fingerprinter:
@@ -70,32 +65,3 @@ class Fingerprinter:
         text = without_furniture(clean_text[: self.max_chars])
         return Features.of(self.fingerprint(text), self.passages(text), sketch(text))
 
-
-class Deduper:
-    """Judges documents in arrival order against everything judged before, on the embedded store."""
-
-    def __init__(self, config: DedupConfig | None = None, store: EmbeddedStore | None = None) -> None:
-        self.config = config or DedupConfig()
-        self.fingerprinter = Fingerprinter(self.config)
-        self.store = store if store is not None else EmbeddedStore(
-            self.config.keys, rule=self.config.rule)
-
-    @classmethod
-    def open(cls, config: DedupConfig, store_dir: str | Path | None) -> Deduper:
-        store = EmbeddedStore.open(config.keys, Path(store_dir) if store_dir else None,
-                                   error_rate=config.bloom_error_rate, initial_capacity=config.bloom_capacity,
-                                   rule=config.rule, config=config)
-        return cls(config, store)
-
-    def check(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
-              encoding: str | None = None) -> Verdict:
-        """Judge and remember one document (errors: :meth:`Fingerprinter.prepare`)."""
-        return judge(self.fingerprinter.prepare(doc_id, text=text, html=html, encoding=encoding), self.store)
-
-    def save(self) -> None:
-        """Snapshot the store (each verdict is already in its log); the store stays open."""
-        self.store.save()
-
-    def close(self) -> None:
-        """Snapshot the store and release its directory lock."""
-        self.store.close()

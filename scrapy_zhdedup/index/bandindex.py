@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .bands import BandLayout
-from .keytable import KeyTable
+from .multimap import KeyTable
 
 
 class Hit(NamedTuple):

@@ -21,7 +21,7 @@ import zlib
 from pathlib import Path
 from typing import NamedTuple
 
-from .sketch import NBYTES as SKETCH_BYTES
+from ..similarity.sketch import NBYTES as SKETCH_BYTES
 
 LOG_FILE = "log.bin"
 _FRAME = struct.Struct("<II")

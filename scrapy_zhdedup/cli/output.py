@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from .errors import ZhDedupError
+from ..errors import ZhDedupError
 
 STDOUT = "-"
 

@@ -1,0 +1,133 @@
+"""``zhdedup scan``: judge every document of a JSONL corpus or a directory of pages, in input order."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import logging
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..config import DedupConfig, add_options, from_args
+from ..deduper import Deduper
+from ..errors import StoreFailedError
+from ..judge import Prepared, judge
+from ..similarity.fingerprinter import Fingerprinter
+from ..workers import Job, PreparePool, add_workers_option, prepare_job
+from .inputs import STDIN, BadRecordError, Record, input_name, open_input, read_pages, read_records
+from .output import AtomicOutput, check_output
+from .progress import progress
+
+logger = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """``zhdedup scan`` and its options."""
+    scan = sub.add_parser("scan", help="judge each JSONL document against all before it")
+    scan.add_argument("input", help='JSONL, one {"id": ..., "text"|"html": ...} per line ("-" reads standard '
+                                    "input, *.gz is gunzipped), or a directory of saved pages (*.html, its path "
+                                    "below the directory as id)")
+    scan.add_argument("-o", "--output", help="JSONL verdicts, one per judged input line (default stdout); written "
+                                             "to a temporary file and renamed when the run ends")
+    scan.add_argument("--store", type=Path, help="directory that remembers what was seen, across runs (crash-safe, "
+                                                 "one writer at a time); an id judged before gets its stored verdict")
+    scan.add_argument("--strict", action="store_true", help="stop at the first bad line instead of skipping it")
+    add_workers_option(scan)
+    add_options(scan, DedupConfig, "deduplication")
+    scan.set_defaults(func=cmd_scan)
+
+
+def _in_order(records: Iterator[Record]) -> Iterator[Record | BadRecordError]:
+    """The records, then (``--strict``) the bad line in its place, so the lines before it are judged first."""
+    try:
+        yield from records
+    except BadRecordError as exc:
+        yield exc
+
+
+@contextlib.contextmanager
+def records(path: str, *, strict: bool = False, errors: list[BadRecordError] | None = None) -> Iterator[Iterator[Record]]:
+    """The records of a JSONL input (a file, ``.gz`` or ``-``) or of a directory of saved pages."""
+    if path != STDIN and Path(path).is_dir():
+        yield read_pages(Path(path), strict=strict, errors=errors)
+        return
+    with open_input(path) as fh:
+        yield read_records(fh, input_name(path), strict=strict, errors=errors)
+
+
+def _job(line: Record | BadRecordError) -> Job | BadRecordError:
+    return (line.doc_id, line.text, line.html) if isinstance(line, Record) else line
+
+
+def _scan_step(fingerprinter: Fingerprinter, job: Job | BadRecordError) -> Prepared:
+    """The workers' step (a bad line passes through as its own error, keeping its place)."""
+    if isinstance(job, BadRecordError):
+        raise job
+    return prepare_job(fingerprinter, job)
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    """Judge every line; exit 1 when the input had lines but none could be judged.
+
+    The ``--workers`` processes clean and fingerprint; this process judges, in input order, so the
+    verdicts do not depend on their number.
+    """
+    check_output(args.output, [args.input])
+    config = from_args(DedupConfig, args)
+    counts: Counter[str] = Counter()
+    errors: list[BadRecordError] = []
+    opened = time.perf_counter()
+    name = input_name(args.input)
+    # First: nothing open for workers to inherit.  Judging needs a document's hash and features, not its text.
+    with PreparePool(config, _scan_step, args.workers, fork=True, text=False) as pool:
+        started = time.perf_counter()  # the dictionaries are loaded, the workers ready: start-up is over
+        deduper = Deduper.open(config, args.store)  # locks the store: a second writer fails here
+        try:
+            with (records(args.input, strict=args.strict, errors=errors) as read, AtomicOutput(args.output) as out,
+                  progress(None, "doc", "scan") as bar):
+                lines, jobs = itertools.tee(_in_order(read))
+                for line, prepared in zip(lines, pool.map(_job(line) for line in jobs)):
+                    if isinstance(line, BadRecordError):  # --strict: every line before it was judged
+                        raise line
+                    if isinstance(prepared, Exception):
+                        bad = BadRecordError.unjudged(line.path, line.line, prepared)
+                        if args.strict:
+                            raise bad from None
+                        logger.warning("skipped %s", bad)
+                        errors.append(bad)
+                        continue
+                    verdict = judge(prepared, deduper.store)
+                    counts[verdict.status] += 1
+                    if verdict.rerun:
+                        counts[f"rerun_{verdict.rerun}"] += 1
+                    out.write(json.dumps(verdict.record(), ensure_ascii=False) + "\n")
+                    bar.update(1)
+        except BaseException:
+            with contextlib.suppress(StoreFailedError):  # a full disk fails the snapshot too: the first error says more
+                deduper.close()
+            raise
+        deduper.close()
+    if deduper.store.bloom_false_positives:
+        logger.info("zhdedup scan: the Bloom filter said 'seen' for %d new texts (false positives)",
+                     deduper.store.bloom_false_positives)
+    elapsed = time.perf_counter() - started
+    judged = counts["unique"] + counts["exact"] + counts["near"]
+    reruns = ""
+    if counts["rerun_same"] or counts["rerun_changed"]:
+        reruns = (f"; {counts['rerun_same']} judged before (stored verdicts), "
+                  f"{counts['rerun_changed']} changed since (judged as new versions)")
+    print(
+        f"zhdedup scan: {judged} judged ({counts['unique']} unique, {counts['exact']} exact, "
+        f"{counts['near']} near){reruns}, {len(errors)} bad lines skipped, {elapsed:.1f} s, "
+        f"{judged / elapsed if elapsed else 0:.0f} docs/s, after {started - opened:.1f} s starting up",
+        file=sys.stderr,
+    )
+    if errors and not judged:
+        print(f"zhdedup scan: no line of {name} could be judged (first: {errors[0]})", file=sys.stderr)
+        return 1
+    return 0
