@@ -2,7 +2,7 @@
 
 Both judge every document of ``bench_recall``'s sets (synthetic and natural, four corpora) one at a
 time in arrival order: the embedded store through :class:`~scrapy_zhdedup.Deduper`, Elasticsearch
-through :class:`~es_plugin.backend.ElasticsearchBackend` in annotate mode (every document stored with
+through :class:`~es_plugin.store.backend.ElasticsearchBackend` in annotate mode (every document stored with
 its verdict, as the embedded store remembers every document), each set in a fresh index.  A verdict
 differs when its status, ``dup_of`` or similarity does.  The tests check agreement on small streams;
 this is the same question on the sets where clusters are large and keys common.
@@ -24,7 +24,7 @@ from elasticsearch import Elasticsearch
 
 from benchmarks import common, recall_sets, sources
 from benchmarks.bench_recall import build_sets
-from es_plugin.backend import ElasticsearchBackend
+from es_plugin.store.backend import ElasticsearchBackend
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.config import EsConfig
 from scrapy_zhdedup.errors import EmptyTextError

@@ -57,7 +57,7 @@ def _ticker(total: int, label: str) -> Any:
 
 
 def _phase_ingest(url: str, index: str, corpus: str, total: int, concurrency: int, out: Any) -> None:
-    from es_plugin.ingest import ingest
+    from es_plugin.commands.ingest import ingest
     from scrapy_zhdedup.config import DedupConfig, EsConfig
 
     start_rss = _rss_mib()
@@ -70,7 +70,7 @@ def _phase_ingest(url: str, index: str, corpus: str, total: int, concurrency: in
 
 
 def _phase_dedup(url: str, index: str, total: int, out: Any) -> None:
-    from es_plugin.batch import dedup_index
+    from es_plugin.commands.dedup_index import dedup_index
     from scrapy_zhdedup.config import DedupConfig
 
     start_rss = _rss_mib()
@@ -124,7 +124,7 @@ def _plain_load(client: Elasticsearch, index: str, corpus: Path) -> float:
 
 def _folding(client: Elasticsearch, index: str) -> list[dict[str, Any]]:
     """First page (10) of real queries without and with folding."""
-    from es_plugin.search import folded_query_body, folded_search
+    from es_plugin.commands.search import folded_query_body, folded_search
 
     rows = []
     for query in QUERIES:

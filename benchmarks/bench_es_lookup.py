@@ -52,9 +52,9 @@ from elasticsearch import AsyncElasticsearch, Elasticsearch
 from benchmarks import common
 from benchmarks.corpus import load_base
 from benchmarks.reposts import TRANSFORMS, sentences
-from es_plugin.backend import ElasticsearchBackend
-from es_plugin.lookups import SEARCH_PAGE, near_query, query_features
-from es_plugin.template import install, sketch_terms, template_name, zhdedup_fields
+from es_plugin.index.template import install, sketch_terms, template_name, zhdedup_fields
+from es_plugin.store.backend import ElasticsearchBackend
+from es_plugin.store.lookups import SEARCH_PAGE, near_query, query_features
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.judge import Features, Verdict

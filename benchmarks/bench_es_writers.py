@@ -5,7 +5,7 @@ look-alike pairs) is dealt round-robin to 1, 2 and 4 writer processes, which sta
 ``es ingest`` their share in the global order (annotate mode, so every document lands in the index with
 its verdict; one worker process each).  A repost whose original went to another writer is found
 only if that writer's bulk was flushed and refreshed in time; otherwise both are stored as unique, which
-``es_plugin.reconcile`` repairs afterwards.
+``es_plugin.commands.reconcile`` repairs afterwards.
 
 Counted against the ground truth groups (a group of n documents holds n - 1 repeats, whichever came
 first): ``missed`` = repeats stored as unique (unique documents per group beyond the first); ``split`` =
@@ -32,9 +32,9 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from benchmarks.corpus import Record, build_accuracy_set
-from es_plugin.ingest import ingest
-from es_plugin.reconcile import reconcile
-from es_plugin.template import install, template_name
+from es_plugin.commands.ingest import ingest
+from es_plugin.commands.reconcile import reconcile
+from es_plugin.index.template import install, template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 

@@ -168,7 +168,7 @@ def drop_es_index(url: str, index: str) -> None:
     """Remove what the run created in Elasticsearch: the index and its ``zhdedup-<index>`` template."""
     from elasticsearch import Elasticsearch
 
-    from es_plugin.template import template_name
+    from es_plugin.index.template import template_name
 
     with Elasticsearch(url, request_timeout=30) as client:
         client.indices.delete(index=index, ignore_unavailable=True)

@@ -10,7 +10,7 @@ import pytest
 from elasticsearch import Elasticsearch
 from es_node import EsNodeError, acquire, release
 
-from es_plugin.template import template_name
+from es_plugin.index.template import template_name
 
 # --- Elasticsearch ---------------------------------------------------------------------------------
 

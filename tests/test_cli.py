@@ -254,7 +254,7 @@ def test_20k_lines_run_with_bounded_memory(big_scan: dict[str, Any]) -> None:
 
 def test_es_commands_without_the_client_say_what_to_install(monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.delitem(sys.modules, "es_plugin.cli", raising=False)
+    monkeypatch.delitem(sys.modules, "es_plugin.commands.cli", raising=False)
     monkeypatch.setitem(sys.modules, "elasticsearch", None)  # as if the [es] extra were not installed
     assert main(["es", "status", "--url", "http://127.0.0.1:1"]) == 2
     assert "pip install 'scrapy-zhdedup[es]'" in capsys.readouterr().err

@@ -15,11 +15,11 @@ import zhtexts
 from elasticsearch import Elasticsearch
 from helpers import backend, write_jsonl
 
-from es_plugin.batch import dedup_index
-from es_plugin.ingest import ingest
-from es_plugin.reconcile import reconcile
-from es_plugin.replay import replay
-from es_plugin.template import install, zhdedup_fields
+from es_plugin.commands.dedup_index import dedup_index
+from es_plugin.commands.ingest import ingest
+from es_plugin.commands.reconcile import reconcile
+from es_plugin.commands.replay import replay
+from es_plugin.index.template import install, zhdedup_fields
 from scrapy_zhdedup import DedupConfig, Deduper, Verdict
 from scrapy_zhdedup.config import EsConfig
 

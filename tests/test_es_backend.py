@@ -17,9 +17,9 @@ from helpers import Stats, backend
 
 from benchmarks.corpus import normalize
 from benchmarks.reposts import add_header_footer, combo, edit_chars
-from es_plugin.backend import ElasticsearchBackend, hand_on
-from es_plugin.chinese import SearchText, segment
-from es_plugin.lookups import EsLookups, repeat_id
+from es_plugin.index.chinese import SearchText, segment
+from es_plugin.store.backend import ElasticsearchBackend, hand_on
+from es_plugin.store.lookups import EsLookups, repeat_id
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.text.clean import TextCleaner, content_hash
@@ -449,7 +449,7 @@ def test_the_clients_lines_are_quiet_unless_debug_was_asked_for(settings: dict[s
 
     from scrapy.settings import Settings
 
-    from es_plugin.backend import quiet_transport
+    from es_plugin.store.backend import quiet_transport
 
     transport = logging.getLogger("elastic_transport")
     saved = transport.level

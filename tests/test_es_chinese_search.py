@@ -14,10 +14,10 @@ from typing import Any, cast
 import pytest
 from elasticsearch import Elasticsearch
 
-from es_plugin.chinese import SearchText
-from es_plugin.ingest import ingest
-from es_plugin.search import folded_search
-from es_plugin.template import template_body, template_name
+from es_plugin.commands.ingest import ingest
+from es_plugin.commands.search import folded_search
+from es_plugin.index.chinese import SearchText
+from es_plugin.index.template import template_body, template_name
 from examples.site.generate import generate
 from scrapy_zhdedup.config import Analysis, DedupConfig, EsConfig
 from scrapy_zhdedup.index.bands import BandLayout

@@ -20,10 +20,10 @@ from es_proxy import EsProxy
 from fault_node import free_port
 from helpers import Stats, backend
 
-from es_plugin.backend import ElasticsearchBackend, bulk_parts
 from es_plugin.client import EsUnavailableError, check_reachable, make_client
-from es_plugin.template import install
-from es_plugin.writer import Action
+from es_plugin.index.template import install
+from es_plugin.store.backend import ElasticsearchBackend, bulk_parts
+from es_plugin.store.writer import Action
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.text.clean import TextCleaner, content_hash
@@ -171,7 +171,7 @@ async def test_a_bulk_sent_in_two_parts_through_an_outage_loses_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Both requests of a split batch meet a dead node, then one item is rejected for good: the rest is
     stored once, the rejected one is dead-lettered, nothing is lost."""
-    monkeypatch.setattr("es_plugin.backend.MIN_BULK_PART", 1)  # a batch of two or more goes in two requests
+    monkeypatch.setattr("es_plugin.store.backend.MIN_BULK_PART", 1)  # a batch of two or more goes in two requests
     digests = [content_hash(TextCleaner().clean(text=t)) for t in TEXTS]
     assert len(bulk_parts([Action("create", d) for d in digests])) == 2
     install(es_client, index, DEDUP.layout, {"price": {"type": "integer"}})
@@ -209,7 +209,7 @@ def test_non_asyncio_reactor_is_refused() -> None:
         from twisted.internet import epollreactor
         epollreactor.install()
         from scrapy_zhdedup.config import DedupConfig, EsConfig
-        from es_plugin.backend import ElasticsearchBackend
+        from es_plugin.store.backend import ElasticsearchBackend
         from scrapy_zhdedup.errors import ZhDedupError
         try:
             ElasticsearchBackend(DedupConfig(), EsConfig())

@@ -204,7 +204,7 @@ def dead_lines(path: Path) -> list[dict[str, Any]]:
 # ``zhdedup ARGS`` that exits at once (status 137, no cleanup) after its first bulk request returned.
 DIE_AFTER_FIRST_BULK = """
 import os, sys
-from es_plugin import writer
+from es_plugin.store import writer
 write = writer.BulkWriter.write
 def dying(self, actions):
     result = yield from write(self, actions)

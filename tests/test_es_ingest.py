@@ -13,9 +13,9 @@ from elasticsearch import Elasticsearch
 from helpers import Interrupt, interrupt_after
 from zhtexts import articles, edit_chars, news_page, traditional, traditional_tw, with_attribution
 
-from es_plugin.ingest import ingest, open_checkpoint
-from es_plugin.template import EsIndexError, install
-from es_plugin.window import DEFAULT_CONCURRENCY
+from es_plugin.commands.ingest import ingest, open_checkpoint
+from es_plugin.index.template import EsIndexError, install
+from es_plugin.store.groupcommit import DEFAULT_CONCURRENCY
 from scrapy_zhdedup.cli.inputs import BadRecordError
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.deduper import Deduper

@@ -9,10 +9,11 @@ import pytest
 from elasticsearch import Elasticsearch
 from helpers import Stats
 
-from es_plugin.lookups import MAX_CROWDED, SEARCH_PAGE, EsLookups
-from es_plugin.steps import Steps, drive
-from es_plugin.template import install, zhdedup_fields
-from es_plugin.writer import EsStats, RetryPolicy
+from es_plugin.index.template import install, zhdedup_fields
+from es_plugin.operations import Steps, drive
+from es_plugin.store.lookups import MAX_CROWDED, SEARCH_PAGE, EsLookups
+from es_plugin.store.retry import RetryPolicy
+from es_plugin.store.stats import EsStats
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.index.nearindex import NearIndex
 from scrapy_zhdedup.judge import Features, Match, Verdict

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
-import es_plugin.reconcile as reconcile_module
+import es_plugin.commands.reconcile as reconcile_module
 from benchmarks.corpus import normalize
 from benchmarks.reposts import edit_chars
-from es_plugin.backend import ElasticsearchBackend
-from es_plugin.reconcile import reconcile
-from es_plugin.steps import drive
-from es_plugin.writer import Action, BulkWriter
+from es_plugin.commands.reconcile import reconcile
+from es_plugin.operations import drive
+from es_plugin.store.backend import ElasticsearchBackend
+from es_plugin.store.writer import Action, BulkWriter
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.deduper import Deduper
 

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 from elasticsearch import Elasticsearch
 
-from es_plugin.template import (
+from es_plugin.index.template import (
     TEMPLATE_VERSION,
     EsIndexError,
     dedup_properties,

@@ -46,8 +46,8 @@ def test_settings_table_lists_every_setting() -> None:
 @pytest.fixture
 def news(es_client: Elasticsearch, es_url: str, tmp_path: Path) -> Iterator[str]:
     """The README's index "news", under a unique name, with a typhoon report and a football report."""
-    from es_plugin.ingest import ingest
-    from es_plugin.template import template_name
+    from es_plugin.commands.ingest import ingest
+    from es_plugin.index.template import template_name
     from scrapy_zhdedup.config import DedupConfig, EsConfig
 
     index = f"zhdedup-test-readme-{uuid.uuid4().hex[:10]}"

@@ -212,7 +212,7 @@ def _old_segment(text: str) -> str:
 
 
 def test_search_words_equal_the_old_ones(inputs: list[str]) -> None:
-    from es_plugin.chinese import segment
+    from es_plugin.index.chinese import segment
 
     cased = ["ΟΔΟΣ ΟΔΟΣΑ Σ ΣΑ", "İstanbul İİ", "ǅemal ǄEMAL", "ＡＢＣ abc ΑΒΓ", "Straße STRASSE"]
     for text in [*inputs, *cased]:

@@ -60,7 +60,7 @@ def _mount_es(sub: argparse._SubParsersAction) -> None:
     missing = next((name for name in ("elasticsearch", "elastic_transport") if importlib.util.find_spec(name) is None),
                    None)
     if missing is None:
-        importlib.import_module("es_plugin.cli").register(sub)
+        importlib.import_module("es_plugin.commands.cli").register(sub)
         return
     es = sub.add_parser("es", help="Elasticsearch commands (needs the [es] extra)")
     es.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)

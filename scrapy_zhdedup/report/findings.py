@@ -7,7 +7,7 @@ The verdicts and the texts come from different places, by source:
   but no text, so the texts come from the crawl's exported items (``scrapy crawl … -O items.jsonl``,
   JSON lines or a JSON array), read by ``--id-field``/``--text-field``/``--html-field``.  In drop mode
   the dropped duplicates are not exported: they are listed without their text;
-* an Elasticsearch index: both are stored there (es_plugin/report.py).
+* an Elasticsearch index: both are stored there (es_plugin/commands/report.py).
 
 Texts are shown as the engine compared them: main text of a page, NFKC, simplified characters.
 Only the clusters shown need their texts, so an input is read once and only those are kept.

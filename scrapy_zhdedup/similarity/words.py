@@ -72,7 +72,7 @@ def _idf() -> tuple[dict[str, str], float]:
 @lru_cache(maxsize=1)
 def cut(text: str) -> tuple[str, ...]:
     """jieba words of ``text`` (rjieba).  The last text's words are kept: ``es ingest`` and the pipeline
-    segment each text twice, for its fingerprint and for search (es_plugin/chinese.py)."""
+    segment each text twice, for its fingerprint and for search (es_plugin/index/chinese.py)."""
     import rjieba
 
     return tuple(rjieba.cut(text))

@@ -9,7 +9,7 @@ recorded too (``fingerprint``, the embedded store's list: storemeta.py) and a cl
 settings is refused, naming each difference.
 An index from before they were recorded has none and is not checked.
 
-Each operation is written once, as :data:`~es_plugin.steps.Steps`, and run by the sync or the async
+Each operation is written once, as :data:`~es_plugin.operations.Steps`, and run by the sync or the async
 driver, so the ``es`` CLI (sync client) and the backend (async client) share every check.
 """
 
@@ -30,8 +30,8 @@ from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.judge import Features, Verdict
 from scrapy_zhdedup.similarity.sketch import Sketch
 
+from ..operations import Steps, adrive, drive
 from .chinese import DEFAULT_SEARCH, SearchText
-from .steps import Steps, adrive, drive
 
 TEMPLATE_VERSION = 4  # 4: directed verdicts (contained, reason); 3: MinHash sketch and its keys; 2: Chinese search
 PRIORITY = 500  # above the usual catch-all templates, so ours is the one applied to the index

@@ -26,7 +26,9 @@ from typing import IO, Any
 from scrapy_zhdedup.errors import StoreFailedError
 from scrapy_zhdedup.store.files import atomic_write
 
-from .writer import Action, EsStats, describe, retryable
+from .retry import retryable
+from .stats import EsStats
+from .writer import Action, describe
 
 logger = logging.getLogger(__name__)
 

@@ -28,10 +28,10 @@ from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.index.nearindex import NearIndex
 from scrapy_zhdedup.judge import rounded
 
-from .scroll import PointInTime
-from .steps import drive
-from .template import ensure_layout, stored_features
-from .writer import Action, BulkWriter, describe
+from ..index.template import ensure_layout, stored_features
+from ..operations import drive
+from ..store.writer import Action, BulkWriter, describe
+from .pointintime import PointInTime
 
 PAGE = 5000
 BULK = 1000

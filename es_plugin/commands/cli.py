@@ -31,8 +31,8 @@ from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 from scrapy_zhdedup.explain import decided
 from scrapy_zhdedup.workers import add_workers_option
 
-from .chinese import SearchText
-from .window import DEFAULT_CONCURRENCY
+from ..index.chinese import SearchText
+from ..store.groupcommit import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
@@ -130,7 +130,7 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
         from elastic_transport import TransportError
         from elasticsearch import ApiError
 
-        from .client import redact
+        from ..client import redact
 
         try:
             return command(args)
@@ -165,7 +165,7 @@ def _search_text(args: argparse.Namespace) -> SearchText:
 
 @contextmanager
 def _client(args: argparse.Namespace) -> Iterator[Elasticsearch]:
-    from .client import check_reachable, make_client
+    from ..client import check_reachable, make_client
 
     client = make_client(from_args(EsConfig, args))
     try:
@@ -191,7 +191,7 @@ def _print(data: Any) -> None:
 def cmd_install(args: argparse.Namespace) -> int:
     from scrapy_zhdedup.store.meta import fingerprint_settings
 
-    from .template import install
+    from ..index.template import install
 
     user_properties = None
     if args.mapping:
@@ -211,7 +211,7 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from .template import status
+    from ..index.template import status
 
     with _client(args) as client:
         report = status(client, args.es_index, from_args(DedupConfig, args).layout)
@@ -417,7 +417,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_dedup_index(args: argparse.Namespace) -> int:
-    from .batch import dedup_index
+    from .dedup_index import dedup_index
 
     checkpoint = args.checkpoint or Path(".zhdedup-checkpoints") / f"dedup-index-{args.es_index}.json"
     with _client(args) as client:

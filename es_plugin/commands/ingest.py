@@ -1,6 +1,6 @@
 """``zhdedup es ingest``: load JSONL files or directories of saved pages into an index, deduplicated.
 
-Every document goes through :class:`~es_plugin.backend.ElasticsearchBackend`, the engine
+Every document goes through :class:`~es_plugin.store.backend.ElasticsearchBackend`, the engine
 the Scrapy pipeline uses, so an ingested corpus and a crawled one are judged alike.
 
 Inputs:
@@ -50,19 +50,20 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from es_plugin.backend import ElasticsearchBackend, Indexable, IndexJob, prepare_for_index
+from es_plugin.store.backend import ElasticsearchBackend, Indexable, IndexJob, prepare_for_index
 from scrapy_zhdedup.cli.inputs import BadRecordError, html_files, open_input, read_page, read_records
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
 from scrapy_zhdedup.judge import Verdict
 from scrapy_zhdedup.workers import PreparePool
 
+from ..client import EsUnavailableError, make_async_client
+from ..operations import adrive
+from ..store.deadletter import DEFAULT_NAME
+from ..store.groupcommit import DEFAULT_CONCURRENCY
+from ..store.retry import RetryPolicy
+from ..store.stats import EsStats
 from .checkpoint import Checkpoint
-from .client import EsUnavailableError, make_async_client
-from .deadletter import DEFAULT_NAME
-from .steps import adrive
-from .window import DEFAULT_CONCURRENCY
-from .writer import EsStats, RetryPolicy
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from scrapy_zhdedup.errors import StoreError
 
-from .client import serializers
+from ..client import serializers
 from .writer import Action
 
 logger = logging.getLogger(__name__)

@@ -1,8 +1,7 @@
 """THE bulk path: every write to Elasticsearch (backend, ``dedup-index``, ``reconcile``) goes through here.
 
-One retry policy for every request (:class:`RetryPolicy`): connection errors, timeouts, 429 and 5xx
-are retried with capped, jittered exponential backoff, as elasticsearch-py's helpers do; for bulk
-items also the 403 of a write-blocked index.  A ``create`` answered 409 is not an error but a
+Requests and bulk items that fail transiently are retried by the one retry policy (retry.py); bulk
+items also on the 403 of a write-blocked index.  A ``create`` answered 409 is not an error but a
 conflict for the caller to resolve (another writer stored the same text first).  What Elasticsearch
 rejects for good is returned to the caller, which raises (``dedup-index``, ``reconcile``) or writes
 it to the dead-letter file (the backend; deadletter.py).
@@ -11,68 +10,16 @@ it to the dead-letter file (the backend; deadletter.py).
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from elastic_transport import ConnectionError as EsConnectionError
-from elastic_transport import ConnectionTimeout, TransportError
+from elastic_transport import TransportError
 from elasticsearch import ApiError
 
-from .steps import Call, Sleep, Steps
-
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-
-
-class Stats(Protocol):
-    """Scrapy's stats collector, or anything with its ``inc_value``."""
-
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_retries: int = 5
-    backoff_base: float = 0.5
-    backoff_cap: float = 30.0
-
-    @staticmethod
-    def transient(exc: Exception) -> bool:
-        if isinstance(exc, (EsConnectionError, ConnectionTimeout)):
-            return True
-        return isinstance(exc, ApiError) and exc.meta.status in RETRY_STATUSES
-
-    def delay(self, attempt: int) -> float:
-        """Seconds before retry number ``attempt`` (1, 2, ...): doubling, capped, jittered."""
-        return min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-
-    def call(self, call: Call, stats: EsStats) -> Steps:
-        """One request, retried while it fails transiently."""
-        attempt = 0
-        while True:
-            try:
-                return (yield call)
-            except (TransportError, ApiError) as exc:
-                if not self.transient(exc) or attempt >= self.max_retries:
-                    raise
-                attempt += 1
-                stats.inc("retries")
-                yield Sleep(self.delay(attempt))
-
-
-@dataclass
-class EsStats:
-    """The ``zhdedup/es/*`` counters, on a Scrapy stats collector when there is one."""
-
-    stats: Stats | None = None
-
-    def inc(self, name: str, count: int = 1) -> None:
-        self.inc_key(f"zhdedup/es/{name}", count)
-
-    def inc_key(self, key: str, count: int = 1) -> None:
-        if self.stats is not None and count:
-            self.stats.inc_value(key, count)
+from ..operations import Call, Sleep, Steps
+from .retry import RetryPolicy, retryable
+from .stats import EsStats
 
 
 @dataclass
@@ -149,14 +96,6 @@ class BulkWriter:
 
 def _bulk(operations: list[dict[str, Any]], refresh: bool) -> Call:
     return lambda client: client.bulk(operations=operations, refresh=refresh)
-
-
-def retryable(error: Exception | dict[str, Any]) -> bool:
-    """Whether a failed request (an exception) or bulk item (its result) may succeed if sent again later:
-    the node down or overloaded, or the index write-blocked."""
-    if isinstance(error, dict):
-        return error.get("status") in RETRY_STATUSES or (error.get("error") or {}).get("type") == "cluster_block_exception"
-    return RetryPolicy.transient(error)
 
 
 def describe(error: Exception | dict[str, Any]) -> tuple[int | None, str]:

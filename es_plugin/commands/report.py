@@ -13,7 +13,7 @@ from elasticsearch import Elasticsearch
 
 from scrapy_zhdedup.report.findings import Doc, Findings, clusters, shown_ids
 
-from .scroll import PointInTime
+from .pointintime import PointInTime
 
 PAGE = 2_000  # documents per page of the first pass
 FETCH = 200  # texts per request of the second

@@ -25,10 +25,11 @@ from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.judge import Features, Match, NearRule, Prepared, Verdict, closest
 from scrapy_zhdedup.similarity.passages import votes_needed
 
+from ..index.template import sketch_terms, stored_sketch
+from ..operations import Call, Steps
 from .buffer import BulkBuffer
-from .steps import Call, Steps
-from .template import sketch_terms, stored_sketch
-from .writer import EsStats, RetryPolicy
+from .retry import RetryPolicy
+from .stats import EsStats
 
 # Candidates on the first search page, most shared keys first; each later page is twice the last.
 # 10, not 20: on a live 1M-document index (20 segments) the node spends ~0.1 ms less per item reading

@@ -50,12 +50,12 @@ from scrapy_zhdedup.store.embedded import EmbeddedStore
 from scrapy_zhdedup.text.validate import check_id
 from scrapy_zhdedup.workers import PreparePool
 
+from ..index.chinese import segment
+from ..index.template import dedup_properties, ensure_layout, read_meta, stored_features, template_body, zhdedup_fields
+from ..operations import drive
+from ..store.writer import Action, BulkWriter, describe
 from .checkpoint import Checkpoint
-from .chinese import segment
-from .scroll import PointInTime
-from .steps import drive
-from .template import dedup_properties, ensure_layout, read_meta, stored_features, template_body, zhdedup_fields
-from .writer import Action, BulkWriter, describe
+from .pointintime import PointInTime
 
 logger = logging.getLogger(__name__)
 

@@ -31,12 +31,12 @@ from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.workers import PreparePool
 
-from .backend import ElasticsearchBackend, prepare_for_index
+from ..client import make_async_client
+from ..store.backend import ElasticsearchBackend, prepare_for_index
+from ..store.deadletter import keep_only, read
+from ..store.retry import RetryPolicy
 from .checkpoint import Checkpoint
-from .client import make_async_client
-from .deadletter import keep_only, read
 from .ingest import Item, Reader, prepare, skip_stored, store, stored_ids
-from .writer import RetryPolicy
 
 logger = logging.getLogger(__name__)
 

@@ -43,8 +43,8 @@ from elasticsearch import ApiError, Elasticsearch
 
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 
-from .chinese import DEFAULT_SEARCH, SearchText
-from .scroll import PointInTime
+from ..index.chinese import DEFAULT_SEARCH, SearchText
+from .pointintime import PointInTime
 
 CLUSTER_FIELD = "zhdedup.cluster"
 FOLDED = "folded"  # name of the inner_hits block

@@ -7,7 +7,7 @@ items that arrive within ``ZHDEDUP_ES_BATCH_WINDOW``, window.py; ``es ingest``'s
    whether the fingerprint is likely needed (if not, the exact lookup answers alone; else both at once);
 2. the lookups (lookups.py), for the whole batch: one realtime ``mget`` of ``_id = content hash`` and
    one ``_msearch`` of near searches;
-3. :func:`~scrapy_zhdedup.judge.judge` on :class:`~es_plugin.lookups.EsAnswers`, item by item in
+3. :func:`~scrapy_zhdedup.judge.judge` on :class:`~es_plugin.store.lookups.EsAnswers`, item by item in
    order: those answers plus the documents this process buffered that searches cannot see yet, the
    batch's earlier items included; the verdict's document goes into the bulk buffer (duplicates only
    in annotate mode), written by writer.py.
@@ -59,16 +59,18 @@ from scrapy_zhdedup.store.meta import fingerprint_settings
 from scrapy_zhdedup.text.clean import decode_html
 from scrapy_zhdedup.workers import PreparePool, TurnBatcher, prepare_job, prepared_by
 
+from ..client import EsUnavailableError, acheck_reachable, make_async_client, redact
+from ..index.chinese import SearchText, segment
+from ..index.template import ainstall, zhdedup_fields
+from ..operations import adrive
 from .buffer import BulkBuffer, PendingBatch
-from .chinese import SearchText, segment
-from .client import EsUnavailableError, acheck_reachable, make_async_client, redact
 from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
+from .groupcommit import Entry, LookupWindow
 from .journal import Journal, orphans
 from .lookups import EsAnswers, EsLookups, LookupItemError, query_features, repeat_id
-from .steps import adrive
-from .template import ainstall, zhdedup_fields
-from .window import Entry, LookupWindow
-from .writer import Action, BulkWriter, EsStats, RetryPolicy
+from .retry import RetryPolicy
+from .stats import EsStats
+from .writer import Action, BulkWriter
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
