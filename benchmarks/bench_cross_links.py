@@ -35,7 +35,7 @@ from benchmarks import bench_recall, common, recall_sets, sources, truth
 from benchmarks.corpus import SHINGLE as TRUTH_SHINGLE
 from benchmarks.exact_overlaps import ExactOverlaps
 from scrapy_zhdedup import DedupConfig
-from scrapy_zhdedup.judge import NearRule
+from scrapy_zhdedup.similarity.rule import NearRule
 from scrapy_zhdedup.similarity.sketch import SHINGLE, Overlap, shingle_hashes
 
 CAUSES = ("punctuation", "rule", "estimate")
@@ -79,7 +79,7 @@ def cross_links(docs: Sequence[recall_sets.Doc], config: DedupConfig, exact_up_t
     for doc, target in zip(docs, links):
         other = None if target is None else docs[row[target]]
         if other is not None and other.group != doc.group:
-            why, value = cause(doc.text, other.text, config.rule)
+            why, value = cause(doc.text, other.text, NearRule.from_config(config))
             causes[why] += 1
             exact[why].append(value)
     return {"documents": len(docs), "links": sum(t is not None for t in links), "cross_group": sum(causes.values()),

@@ -28,7 +28,7 @@ from es_plugin.store.backend import ElasticsearchBackend
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.config import EsConfig
 from scrapy_zhdedup.errors import EmptyTextError
-from scrapy_zhdedup.judge import Verdict
+from scrapy_zhdedup.model import Verdict
 
 INDEX_PREFIX = "bench-agreement"
 Outcome = tuple[str, str | None, float | None] | None  # status, dup_of, similarity; None: no text

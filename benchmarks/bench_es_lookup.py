@@ -57,9 +57,11 @@ from es_plugin.store.backend import ElasticsearchBackend
 from es_plugin.store.lookups import SEARCH_PAGE, near_query, query_features
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.index.bands import BandLayout
-from scrapy_zhdedup.judge import Features, Verdict
+from scrapy_zhdedup.index.nearindex import CandidateKeys
+from scrapy_zhdedup.model import Features, Sketch, Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
-from scrapy_zhdedup.similarity.sketch import Sketch, band_keys, estimate_many, sketch
+from scrapy_zhdedup.similarity.rule import NearRule
+from scrapy_zhdedup.similarity.sketch import band_keys, estimate_many, sketch
 from scrapy_zhdedup.text.clean import content_hash
 
 CHUNK = 5000  # documents per bulk request while loading
@@ -186,12 +188,12 @@ async def raw_lookups(url: str, index: str, dedup: DedupConfig, queries: list[tu
     """The backend's two requests per document (realtime ``mget`` by hash, the ``near_query`` search),
     timed one document at a time; then the candidates they returned, verified as ``EsLookups`` does."""
     client = AsyncElasticsearch(url, request_timeout=60)
-    rule = dedup.rule
+    rule = NearRule.from_config(dedup)
     latencies: list[float] = []
     hits_n, via_sketch, passed, matching, found = [], [], [], [], 0
     try:
         for source_id, digest, features in queries:
-            query = near_query(dedup.keys, query_features(features))
+            query = near_query(CandidateKeys.from_config(dedup), query_features(features))
             started = time.perf_counter()
             await client.mget(index=index, ids=[digest], source_includes=["zhdedup.doc_id"], realtime=True)
             response = await client.search(index=index, query=query, size=SEARCH_PAGE, track_total_hits=False,
@@ -314,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.blocks.split(","):
         blocks = args.threshold + int(spec.strip().removeprefix("k+"))
         dedup = DedupConfig(threshold=args.threshold, bands=blocks, simhash_bands=args.simhash_bands)
-        layout = dedup.layout
+        layout = BandLayout.from_config(dedup)
         index = f"bench-lookup-{args.docs}-b{blocks}{live}"
         seconds: float | None = None
         if args.reuse and client.indices.exists(index=index):

@@ -36,6 +36,7 @@ from es_plugin.commands.ingest import ingest
 from es_plugin.commands.reconcile import reconcile
 from es_plugin.index.template import install, template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
+from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 
 DEDUP = DedupConfig()
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in (int(w) for w in args.writers.split(",")):
         index = f"bench-writers-{n}"
         client.options(ignore_status=404).indices.delete(index=index)
-        install(client, index, DEDUP.layout)
+        install(client, index, BandLayout.from_config(DEDUP))
         barrier, out = ctx.Barrier(n), ctx.Queue()
         shares = [[(r.id, r.text) for r in records[i::n]] for i in range(n)]
         procs = [ctx.Process(target=writer, args=(args.url, index, share, args.bulk_size, args.flush_interval,

@@ -32,11 +32,12 @@ from benchmarks import common, recall_sets, sources
 from benchmarks.bench_recall import mostly_new, pairwise, predicted_clusters
 from scrapy_zhdedup import DedupConfig
 from scrapy_zhdedup.index.nearindex import MAX_POSTINGS
-from scrapy_zhdedup.judge import Features
+from scrapy_zhdedup.model import Features, Sketch
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
-from scrapy_zhdedup.similarity.sketch import Overlap, Sketch, band_keys, estimate_many, key_view, sketch
+from scrapy_zhdedup.similarity.rule import NearRule
+from scrapy_zhdedup.similarity.sketch import Overlap, band_keys, estimate_many, features_of, key_view, sketch
 
-RULE = DedupConfig().rule
+RULE = NearRule.from_config(DedupConfig())
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,10 @@ def features(texts: Sequence[str]) -> tuple[list[str], list[Features], list[Feat
     digests, engine, whole = [], [], []
     for text in texts:
         prepared = fingerprinter.prepare("x", text=text)
-        f = prepared.features
+        f = fingerprinter.features(prepared.clean)
         digests.append(prepared.digest)
         engine.append(f)
-        whole.append(Features.of(f.fingerprint, f.passages, sketch(prepared.clean)))
+        whole.append(features_of(f.fingerprint, f.passages, sketch(prepared.clean)))
     return digests, engine, whole
 
 

@@ -31,8 +31,8 @@ from benchmarks import common
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.index import multimap, nearindex
-from scrapy_zhdedup.judge import Features
-from scrapy_zhdedup.similarity.sketch import SIZE, Sketch
+from scrapy_zhdedup.model import SKETCH_SIZE, Sketch
+from scrapy_zhdedup.similarity.sketch import features_of
 from scrapy_zhdedup.store import embedded
 
 DEFAULT_DOCS = 1_000_000
@@ -118,13 +118,13 @@ def fill(directory: Path, n_docs: int, peaks: Peaks) -> dict[str, Any]:
     for base in range(0, n_docs, BATCH):
         n = min(BATCH, n_docs - base)
         fps = rng.integers(0, 2**63, n, dtype=np.int64).tolist()
-        values = rng.integers(0, 0xFFFF, (n, SIZE), dtype=np.uint16)
+        values = rng.integers(0, 0xFFFF, (n, SKETCH_SIZE), dtype=np.uint16)
         shingles = rng.integers(100, 3000, n).tolist()
         hashes = rng.integers(0, 256, (n, 16), dtype=np.uint8)
         for i in range(n):
             peaks.docs = base + i + 1
             s.add(f"doc-{base + i:08d}-0123456789", hashes[i].tobytes().hex(),
-                  Features.of(fps[i], [], Sketch(values[i].copy(), shingles[i])))
+                  features_of(fps[i], [], Sketch(values[i].copy(), shingles[i])))
     figures = {"add_s": round(time.perf_counter() - started, 1), "start_rss": start_rss,
                "before_close_rss": _status("VmRSS"), "nbytes": s.nbytes()}
     deduper.close()

@@ -16,10 +16,10 @@ from unittest import mock
 import numpy as np
 
 from scrapy_zhdedup.index.nearindex import Hit, NearIndex
-from scrapy_zhdedup.judge import Features
+from scrapy_zhdedup.model import SKETCH_SIZE, Features, Sketch
 from scrapy_zhdedup.similarity import fingerprinter
 from scrapy_zhdedup.similarity.simhash import hamming
-from scrapy_zhdedup.similarity.sketch import EMPTY, SIZE, Overlap, Sketch, estimate_many, shingle_hashes
+from scrapy_zhdedup.similarity.sketch import EMPTY, Overlap, estimate_many, shingle_hashes
 
 Shingles = frozenset[int]
 OverlapOf = Callable[[Shingles, Shingles], Overlap]
@@ -88,7 +88,7 @@ class ExactOverlaps:
                 rows = [r for r in rows if index._shingles[r] <= up_to]
             else:
                 hits = []
-            values = np.frombuffer(index._values, dtype=np.uint16).reshape(-1, SIZE)
+            values = np.frombuffer(index._values, dtype=np.uint16).reshape(-1, SKETCH_SIZE)
             for row in rows:
                 o = overlap(mine, table[values[row].tobytes(), index._shingles[row]])
                 why = index.rule.reason(o)

@@ -3,7 +3,7 @@
 from .config import DedupConfig, EsConfig, PipelineConfig
 from .deduper import Deduper
 from .errors import EmptyTextError, LayoutMismatchError, StoreError, StoreFailedError, ZhDedupError
-from .judge import Verdict
+from .model import Verdict
 
 __all__ = [
     "DedupConfig", "Deduper", "EmptyTextError", "EsConfig", "LayoutMismatchError", "PipelineConfig",

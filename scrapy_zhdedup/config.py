@@ -15,11 +15,6 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from .errors import ConfigError
-from .index.bands import BandLayout
-from .index.nearindex import CandidateKeys
-from .judge import NearRule
-from .similarity.words import FeatureMode
-from .text.clean import Extractor
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -28,6 +23,8 @@ PREFIX = "ZHDEDUP_"
 LAYOUT, NEAR = "layout", "near"  # DedupConfig groups: the band layout; when a candidate is a near repeat
 SCRAPY_ONLY = None  # the group of settings no command offers: they only mean something in a crawl
 T = TypeVar("T", bound="DataclassInstance")
+FeatureMode = Literal["auto", "words", "chars"]  # what the SimHash is made of (similarity/words.py)
+Extractor = Literal["lxml", "trafilatura"]  # how a page's main text is found (text/clean.py)
 
 
 def option(default: Any, help: str, *, flag: str = "", secret: bool = False, group: str | None = "",
@@ -77,18 +74,6 @@ class DedupConfig:
     bloom_error_rate: float = option(0.001, "false-positive rate of the exact-repeat Bloom filter")
     bloom_capacity: int = option(100_000, "initial Bloom filter capacity; it grows past it")
 
-    @property
-    def layout(self) -> BandLayout:
-        return BandLayout(k=self.threshold, blocks=self.bands)
-
-    @property
-    def keys(self) -> CandidateKeys:
-        return CandidateKeys(self.layout, self.simhash_bands, self.passage_share)
-
-    @property
-    def rule(self) -> NearRule:
-        return NearRule(self.similarity, self.containment)
-
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
@@ -137,7 +122,7 @@ class PipelineConfig:
 
 
 CONNECTION, WRITING, SEARCH = "connection", "writing", "search"
-Analysis = Literal["jieba", "smartcn", "ik"]
+Analysis = Literal["jieba", "smartcn", "ik"]  # how Chinese is searched (es_plugin/index/chinese.py)
 
 
 @dataclasses.dataclass(frozen=True)

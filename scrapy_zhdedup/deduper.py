@@ -6,8 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from .config import DedupConfig
-from .judge import Verdict, judge
+from .index.nearindex import CandidateKeys
+from .judge import judge
+from .model import Prepared, Verdict
 from .similarity.fingerprinter import Fingerprinter
+from .similarity.rule import NearRule
 from .store.embedded import EmbeddedStore
 
 
@@ -18,19 +21,24 @@ class Deduper:
         self.config = config or DedupConfig()
         self.fingerprinter = Fingerprinter(self.config)
         self.store = store if store is not None else EmbeddedStore(
-            self.config.keys, rule=self.config.rule)
+            CandidateKeys.from_config(self.config), rule=NearRule.from_config(self.config))
 
     @classmethod
     def open(cls, config: DedupConfig, store_dir: str | Path | None) -> Deduper:
-        store = EmbeddedStore.open(config.keys, Path(store_dir) if store_dir else None,
+        store = EmbeddedStore.open(CandidateKeys.from_config(config), Path(store_dir) if store_dir else None,
                                    error_rate=config.bloom_error_rate, initial_capacity=config.bloom_capacity,
-                                   rule=config.rule, config=config)
+                                   rule=NearRule.from_config(config), config=config)
         return cls(config, store)
 
     def check(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
               encoding: str | None = None) -> Verdict:
         """Judge and remember one document (errors: :meth:`Fingerprinter.prepare`)."""
-        return judge(self.fingerprinter.prepare(doc_id, text=text, html=html, encoding=encoding), self.store)
+        return self.judge(self.fingerprinter.prepare(doc_id, text=text, html=html, encoding=encoding))
+
+    def judge(self, prepared: Prepared) -> Verdict:
+        """Judge and remember one document prepared here or by a worker process (workers.py), its features
+        computed by :attr:`fingerprinter` if it needs them and does not carry them."""
+        return judge(prepared, self.store, self.fingerprinter.features)
 
     def save(self) -> None:
         """Snapshot the store (each verdict is already in its log); the store stays open."""

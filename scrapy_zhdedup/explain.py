@@ -1,6 +1,6 @@
 """How a verdict is said to a person (a drop line, a search result, the report): what decided it.
 
-A near repeat is decided on the estimated overlap of the two texts (judge.NearRule), not on the
+A near repeat is decided on the estimated overlap of the two texts (similarity/rule.py), not on the
 SimHash distance, so that is what is said: ``similar 0.93`` (the estimated shingle Jaccard), or
 ``contained: 97 % of it inside, similarity 0.57`` for a text mostly inside the earlier one.
 """

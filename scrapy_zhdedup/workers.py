@@ -39,7 +39,7 @@ from typing import Any, Generic, TypeVar
 
 from .config import DedupConfig
 from .errors import ConfigError, ZhDedupError
-from .judge import Prepared
+from .model import Featurize, Prepared
 from .similarity.fingerprinter import Fingerprinter
 from .similarity.words import load_dictionaries
 
@@ -79,16 +79,16 @@ def prepare_job(fingerprinter: Fingerprinter, job: Job) -> Prepared:
     return fingerprinter.prepare(doc_id, text=text, html=html)
 
 
-def _travelling(result: Any, text: bool) -> Any:
+def _travelling(result: Any, text: bool, featurize: Featurize) -> Any:
     """Features of the documents in a worker's result computed now, so they travel back with them
     (in this process they are computed lazily: exact repeats never need them); their texts stay
     behind unless the caller uses them (most of the bytes sent back)."""
     if isinstance(result, tuple):
-        return tuple(_travelling(value, text) for value in result)
+        return tuple(_travelling(value, text, featurize) for value in result)
     if isinstance(result, Prepared):
         if not text:
-            return result.without_text()
-        result.features  # noqa: B018 - a cached property, evaluated to be pickled
+            return result.without_text(featurize)
+        result.featured(featurize)
     return result
 
 
@@ -116,7 +116,7 @@ def _run_chunk(step: Step[In, Out], chunk: list[In], text: bool) -> list[Out | E
 
 def _run_one(step: Step[In, Out], item: In, text: bool) -> Out | Exception:
     assert _fingerprinter is not None
-    return _travelling(_guarded(step, _fingerprinter, item), text)
+    return _travelling(_guarded(step, _fingerprinter, item), text, _fingerprinter.features)
 
 
 def _guarded(step: Step[In, Out], fingerprinter: Fingerprinter, item: In) -> Out | Exception:
@@ -136,7 +136,7 @@ class PreparePool(Generic[In, Out]):
 
     ``result`` is the step's return value or the exception it raised (ZhDedupError, ValueError or
     OSError): one bad item is one bad line.  With ``text=False`` a worker sends documents back
-    without their cleaned text (:meth:`~scrapy_zhdedup.judge.Prepared.without_text`), for a caller
+    without their cleaned text (:meth:`~scrapy_zhdedup.model.Prepared.without_text`), for a caller
     that only judges them.
     """
 

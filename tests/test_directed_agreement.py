@@ -22,6 +22,7 @@ from es_plugin.commands.replay import replay
 from es_plugin.index.template import install, zhdedup_fields
 from scrapy_zhdedup import DedupConfig, Deduper, Verdict
 from scrapy_zhdedup.config import EsConfig
+from scrapy_zhdedup.index.bands import BandLayout
 
 pytestmark = pytest.mark.es
 
@@ -128,14 +129,15 @@ def test_es_reconcile_of_writers_that_saw_nothing(es_client: Elasticsearch, inde
                                                   expected: dict[str, tuple[Any, ...]]) -> None:
     """Every document stored as unique, as by writers that could not see each other: reconcile's
     self-join marks exactly the repeats the engine finds (an exact one as exact, like the engine)."""
-    install(es_client, index, DEDUP.layout)
+    install(es_client, index, BandLayout.from_config(DEDUP))
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     fingerprinter = Deduper(DEDUP).fingerprinter
     ops: list[dict[str, Any]] = []
     for n, (doc_id, text) in enumerate(stream()):
         prepared = fingerprinter.prepare(doc_id, text=text)
-        unique = Verdict(doc_id, "unique", None, None, doc_id, prepared.digest, prepared.fingerprint)
-        fields = zhdedup_fields(unique, DEDUP.layout, start + timedelta(seconds=n), features=prepared.features)
+        features = fingerprinter.features(prepared.clean)
+        unique = Verdict(doc_id, "unique", None, None, doc_id, prepared.digest, features.fingerprint)
+        fields = zhdedup_fields(unique, BandLayout.from_config(DEDUP), start + timedelta(seconds=n), features=features)
         ops += [{"create": {"_index": index, "_id": doc_id}}, {"zhdedup": fields}]
     assert not es_client.bulk(operations=ops, refresh=True)["errors"]
     reconcile(es_client, index, DEDUP)

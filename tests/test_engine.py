@@ -11,7 +11,8 @@ from zhtexts import BOILERPLATE_FOOT, BOILERPLATE_HEAD, news_page
 
 from scrapy_zhdedup import DedupConfig, Deduper, EmptyTextError, Verdict
 from scrapy_zhdedup.errors import InvalidDocumentError
-from scrapy_zhdedup.judge import NearRule, closest, judge
+from scrapy_zhdedup.judge import judge
+from scrapy_zhdedup.similarity.rule import NearRule, closest
 from scrapy_zhdedup.similarity.simhash import hamming
 from scrapy_zhdedup.similarity.sketch import Overlap
 
@@ -140,7 +141,7 @@ def test_near_picks_the_most_similar_original(deduper: Deduper) -> None:
     far, original, query = zhtexts.edit_chars(text, 12, seed=1), text, zhtexts.edit_chars(text, 1, seed=2)
     for doc_id, version in (("far", far), ("original", original)):  # both originals: both are candidates
         prepared = deduper.fingerprinter.prepare(doc_id, text=version)
-        deduper.store.add(doc_id, prepared.digest, prepared.features)
+        deduper.store.add(doc_id, prepared.digest, deduper.fingerprinter.features(prepared.clean))
     v = deduper.check("query", text=query)
     assert (v.status, v.dup_of, v.reason) == ("near", "original", "similar")
 
@@ -257,25 +258,25 @@ def test_the_threshold_only_widens_candidates_the_sketch_decides() -> None:
 def test_exact_repeats_are_never_fingerprinted(deduper: Deduper) -> None:
     deduper.check("first", text=ARTICLES[0].text)
     prepared = deduper.fingerprinter.prepare("again", text=ARTICLES[0].text)
-    verdict = judge(prepared, deduper.store)
+    verdict = deduper.judge(prepared)
     assert verdict.status == "exact" and verdict.fingerprint is None
-    assert "features" not in vars(prepared)  # the cached property was never computed
+    assert prepared.features is None  # never computed
 
 
-def test_prepared_features_travel_through_pickle_without_the_fingerprinter(deduper: Deduper) -> None:
-    """What a worker process computes (issue 11) comes back usable; its caches stay behind."""
+def test_prepared_features_travel_through_pickle(deduper: Deduper) -> None:
+    """What a worker process computes (issue 11) comes back usable, and is judged without a featurize."""
     prepared = deduper.fingerprinter.prepare("a", text=ARTICLES[1].text)
-    features = prepared.features
+    features = prepared.featured(deduper.fingerprinter.features)
     copy = pickle.loads(pickle.dumps(prepared))
-    assert copy.fingerprinter is None and copy.digest == prepared.digest
-    assert (copy.fingerprint, copy.passages, copy.features.sketch_keys) == (
+    assert copy.digest == prepared.digest and copy.features is not None
+    assert (copy.features.fingerprint, copy.features.passages, copy.features.sketch_keys) == (
         features.fingerprint, features.passages, features.sketch_keys)
     assert copy.features.sketch.to_bytes() == features.sketch.to_bytes()
-    assert judge(copy, deduper.store) == judge(deduper.fingerprinter.prepare("a", text=ARTICLES[1].text),
-                                                 Deduper().store)
+    fresh = Deduper()
+    assert judge(copy, deduper.store) == fresh.judge(fresh.fingerprinter.prepare("a", text=ARTICLES[1].text))
     unprepared = pickle.loads(pickle.dumps(deduper.fingerprinter.prepare("b", text=ARTICLES[2].text)))
     with pytest.raises(RuntimeError, match="not computed"):
-        _ = unprepared.fingerprint
+        judge(unprepared, deduper.store)
 
 
 def test_the_near_rule_and_its_tie_break() -> None:

@@ -22,6 +22,7 @@ from es_plugin.index.template import EsIndexError
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError
+from scrapy_zhdedup.index.bands import BandLayout
 
 pytestmark = pytest.mark.es
 
@@ -92,7 +93,7 @@ def test_verdicts_equal_the_engine_in_read_order(es_client: Elasticsearch, index
     assert biggest["examples"][0] == biggest["cluster"]
     # the index keeps its own _meta next to ours, and a second run has nothing left to do
     meta = es_client.indices.get_mapping(index=index)[index]["mappings"]["_meta"]
-    assert meta["owner"] == "test" and meta["zhdedup"]["layout"] == DEDUP.layout.to_dict()
+    assert meta["owner"] == "test" and meta["zhdedup"]["layout"] == BandLayout.from_config(DEDUP).to_dict()
     again = dedup_index(es_client, index, DEDUP, checkpoint=tmp_path / "ck.json")
     assert again["judged"] == 0 and again["loaded"] == len(expected)
 

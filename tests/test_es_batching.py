@@ -12,6 +12,8 @@ from es_plugin.store.groupcommit import LookupWindow
 from es_plugin.store.writer import Action
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.index.nearindex import CandidateKeys
+from scrapy_zhdedup.similarity.rule import NearRule
 
 
 def test_a_batch_is_sealed_by_size_before_it_is_full() -> None:
@@ -24,7 +26,8 @@ def test_a_batch_is_sealed_by_size_before_it_is_full() -> None:
         written.append([action.id for action in batch.actions])
 
     async def run() -> None:
-        buffer = BulkBuffer(config.keys, config.rule, bulk_size=1000, flush_interval=60, write=write)
+        buffer = BulkBuffer(CandidateKeys.from_config(config), NearRule.from_config(config), bulk_size=1000,
+                            flush_interval=60, write=write)
         buffer.start()
         for i in range(13):
             buffer.enqueue(Action("create", f"d{i}", {"text": page}))
@@ -95,8 +98,8 @@ def test_a_writer_task_that_fails_outside_write_stops_every_waiter_instead_of_ha
             raise RuntimeError("bookkeeping failed")
 
     async def run() -> None:
-        buffer = BulkBuffer(config.keys, config.rule, bulk_size=2, flush_interval=60, write=write,
-                            journal=BrokenJournal())  # type: ignore[arg-type]
+        buffer = BulkBuffer(CandidateKeys.from_config(config), NearRule.from_config(config), bulk_size=2,
+                            flush_interval=60, write=write, journal=BrokenJournal())  # type: ignore[arg-type]
         buffer.start()
         for i in range(3):
             buffer.enqueue(Action("create", f"d{i}", {"text": "正文"}))

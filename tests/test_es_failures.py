@@ -150,7 +150,7 @@ async def test_read_only_index_dead_letters_after_retries(index: str, es_url: st
 
 async def test_mapping_conflict_dead_letters_only_the_bad_document(index: str, es_url: str, tmp_path: Path,
                                                                    es_client: Elasticsearch) -> None:
-    install(es_client, index, DEDUP.layout, {"price": {"type": "integer"}})
+    install(es_client, index, BandLayout.from_config(DEDUP), {"price": {"type": "integer"}})
     stats = Stats()
     b = backend(es_url, index, tmp_path, stats=stats)
     try:
@@ -174,7 +174,7 @@ async def test_a_bulk_sent_in_two_parts_through_an_outage_loses_nothing(
     monkeypatch.setattr("es_plugin.store.backend.MIN_BULK_PART", 1)  # a batch of two or more goes in two requests
     digests = [content_hash(TextCleaner().clean(text=t)) for t in TEXTS]
     assert len(bulk_parts([Action("create", d) for d in digests])) == 2
-    install(es_client, index, DEDUP.layout, {"price": {"type": "integer"}})
+    install(es_client, index, BandLayout.from_config(DEDUP), {"price": {"type": "integer"}})
     p, url = proxy
     stats = Stats()
     b = backend(url, index, tmp_path, stats=stats, es_timeout=0.5, es_max_retries=10)

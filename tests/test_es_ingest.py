@@ -20,6 +20,7 @@ from scrapy_zhdedup.cli.inputs import BadRecordError
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError
+from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.text.clean import TextCleaner
 
 pytestmark = pytest.mark.es
@@ -230,7 +231,7 @@ def test_wrong_or_missing_template_is_a_clear_error(es_url: str, index: str, tmp
         ingest([src], DEDUP, es_config(es_url, index, tmp_path), checkpoint_dir=tmp_path / "ck")
 
     other = f"{index}-straight"
-    install(es_client, other, DedupConfig(threshold=3).layout)
+    install(es_client, other, BandLayout.from_config(DedupConfig(threshold=3)))
     with pytest.raises(LayoutMismatchError, match="ZHDEDUP_THRESHOLD=3"):
         ingest([src], DedupConfig(threshold=4, passages=False), es_config(es_url, other, tmp_path),
                checkpoint_dir=tmp_path / "ck")

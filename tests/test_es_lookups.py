@@ -15,14 +15,16 @@ from es_plugin.store.lookups import MAX_CROWDED, SEARCH_PAGE, EsLookups
 from es_plugin.store.retry import RetryPolicy
 from es_plugin.store.stats import EsStats
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.index.nearindex import NearIndex
-from scrapy_zhdedup.judge import Features, Match, Verdict
+from scrapy_zhdedup.index.bands import BandLayout
+from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
+from scrapy_zhdedup.model import SKETCH_SIZE, Features, Match, Sketch, Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
-from scrapy_zhdedup.similarity.sketch import SIZE, Sketch
+from scrapy_zhdedup.similarity.rule import NearRule
 
 pytestmark = pytest.mark.es
 
 DEDUP = DedupConfig()
+KEYS, RULE = CandidateKeys.from_config(DEDUP), NearRule.from_config(DEDUP)
 FULL = (1 << 64) - 1
 
 
@@ -34,21 +36,21 @@ def test_a_repeat_ranked_below_a_full_first_page_of_rejected_candidates_is_found
     three, after the unranked search that found more candidates than a page."""
     query = Fingerprinter(DEDUP).features("国务院常务会议部署近期重点工作，推动经济运行持续好转。" * 8)
     rng = np.random.default_rng(3)
-    decoys = [Features(query.fingerprint ^ FULL, [], Sketch(rng.integers(0, 0xFFFF, SIZE, dtype=np.uint16), 500),
+    decoys = [Features(query.fingerprint ^ FULL, [], Sketch(rng.integers(0, 0xFFFF, SKETCH_SIZE, dtype=np.uint16), 500),
                        query.sketch_keys) for _ in range(SEARCH_PAGE * 5 // 2)]
     repeat = Features(query.fingerprint ^ FULL, [], query.sketch,
                       [query.sketch_keys[0], *(int(k) for k in rng.integers(0, 1 << 32, len(query.sketch_keys) - 1))])
     docs = [(f"d{i}", f) for i, f in enumerate(decoys)] + [("repeat", repeat)]
     store(es_client, index, docs)
 
-    embedded = NearIndex(DEDUP.keys, DEDUP.rule)
+    embedded = NearIndex(KEYS, RULE)
     for _, features in docs:
         embedded.add(features)
     hit = embedded.nearest(query)
     assert hit is not None and docs[hit.row][0] == "repeat"
 
     stats = Stats()
-    lookups = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(stats))
+    lookups = EsLookups(index, KEYS, RULE, RetryPolicy(0), EsStats(stats))
     assert drive(es_client, lookups.near([query])) == [
         Match("repeat", "repeat", hit.distance, hit.similarity, hit.contained, hit.reason)]
     assert stats["zhdedup/es/lookups"] == 3
@@ -69,11 +71,11 @@ def test_an_unranked_search_answers_as_the_ranked_one_in_one_round(
 
     def answer() -> tuple[list[Match | None], int]:
         stats = Stats()
-        lookups = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(stats))
+        lookups = EsLookups(index, KEYS, RULE, RetryPolicy(0), EsStats(stats))
         return drive(es_client, lookups.near([query])), stats["zhdedup/es/lookups"]
 
     assert answer() == ([Match(f"shares{SEARCH_PAGE}", f"shares{SEARCH_PAGE}", 0, 1.0, 1.0, "similar")], 1)
-    nothing = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(Stats()))
+    nothing = EsLookups(index, KEYS, RULE, RetryPolicy(0), EsStats(Stats()))
     assert drive(es_client, nothing.near([])) == []  # no request: an empty _msearch is a 400
 
     def ranked_only(self: EsLookups, features: list[Features], answers: list[Match | None]) -> Steps:
@@ -93,7 +95,7 @@ def test_the_unranked_search_is_skipped_while_most_texts_have_a_page_of_candidat
     alone = Fingerprinter(DEDUP).features("台风“海葵”今天凌晨在福建登陆，沿海多地停课停运。" * 8)
     store(es_client, index, [(f"d{i}", crowded) for i in range(2 * SEARCH_PAGE)])
     stats = Stats()
-    lookups = EsLookups(index, DEDUP.keys, DEDUP.rule, RetryPolicy(0), EsStats(stats))
+    lookups = EsLookups(index, KEYS, RULE, RetryPolicy(0), EsStats(stats))
 
     def requests(features: Features, answer: Match | None) -> int:
         before = stats.get("zhdedup/es/lookups", 0)
@@ -109,13 +111,13 @@ def test_the_unranked_search_is_skipped_while_most_texts_have_a_page_of_candidat
 
 def store(client: Elasticsearch, index: str, docs: list[tuple[str, Features]]) -> None:
     """Index ``docs`` (id, features) as unique texts seen at the same moment, in this order."""
-    install(client, index, DEDUP.layout)
+    install(client, index, BandLayout.from_config(DEDUP))
     seen = datetime(2026, 1, 1, tzinfo=timezone.utc)
     operations: list[dict[str, object]] = []
     for doc_id, features in docs:
         verdict = Verdict(doc_id, "unique", None, None, doc_id, doc_id, features.fingerprint)
         operations += [{"create": {"_index": index, "_id": doc_id}},
-                       {"zhdedup": zhdedup_fields(verdict, DEDUP.layout, seen, features=features)}]
+                       {"zhdedup": zhdedup_fields(verdict, BandLayout.from_config(DEDUP), seen, features=features)}]
     assert not client.bulk(operations=operations, refresh=True)["errors"]
 
 
@@ -128,15 +130,15 @@ def test_simhash_band_keys_name_candidates_only_when_switched_on(
     config = DedupConfig(simhash_bands=simhash_bands)
     query = Fingerprinter(config).features("国务院常务会议部署近期重点工作，推动经济运行持续好转。" * 8)
     stored = Features(query.fingerprint ^ 1, [], query.sketch, [])
-    install(es_client, index, config.layout)
+    install(es_client, index, BandLayout.from_config(config))
     verdict = Verdict("near", "unique", None, None, "near", "near", stored.fingerprint)
-    fields = zhdedup_fields(verdict, config.layout, datetime(2026, 1, 1, tzinfo=timezone.utc), features=stored)
+    fields = zhdedup_fields(verdict, BandLayout.from_config(config), datetime(2026, 1, 1, tzinfo=timezone.utc), features=stored)
     es_client.index(index=index, id="near", document={"zhdedup": fields}, refresh=True)
 
-    embedded = NearIndex(config.keys, config.rule)
+    embedded = NearIndex(CandidateKeys.from_config(config), NearRule.from_config(config))
     embedded.add(stored)
     hit = embedded.nearest(query)
-    lookups = EsLookups(index, config.keys, config.rule, RetryPolicy(0), EsStats(Stats()))
+    lookups = EsLookups(index, CandidateKeys.from_config(config), NearRule.from_config(config), RetryPolicy(0), EsStats(Stats()))
     found = drive(es_client, lookups.near([query]))
     if simhash_bands:
         assert hit is not None and hit.distance == 1

@@ -23,7 +23,7 @@ from es_plugin.index.template import (
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import LayoutMismatchError
 from scrapy_zhdedup.index.bands import BandLayout
-from scrapy_zhdedup.judge import Verdict
+from scrapy_zhdedup.model import Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.store.meta import fingerprint_settings
 

@@ -404,7 +404,7 @@ def test_a_drop_line_says_what_decided_not_the_hamming_distance() -> None:
     """Issue 33, item 7: ``(distance 8)`` under ``ZHDEDUP_THRESHOLD = 3`` read as a bug; the similarity
     decides, and the rule that decided is named once the verdict carries one (``reason``)."""
     from scrapy_zhdedup.explain import drop_reason
-    from scrapy_zhdedup.judge import Verdict
+    from scrapy_zhdedup.model import Verdict
 
     near = Verdict("b", "near", "a", 8, "a", "0" * 32, 1, similarity=0.93, contained=0.95, reason="similar")
     assert drop_reason("b", near) == "b: near duplicate of a (similar, similarity 0.93)"

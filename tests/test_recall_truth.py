@@ -13,8 +13,9 @@ from benchmarks.bench_recall import pairwise
 from benchmarks.corpus import shingle_hashes
 from benchmarks.exact_overlaps import ExactOverlaps, SimulatedSketch
 from scrapy_zhdedup import Deduper
-from scrapy_zhdedup.judge import NearRule, rounded
+from scrapy_zhdedup.model import rounded
 from scrapy_zhdedup.similarity import sketch as engine
+from scrapy_zhdedup.similarity.rule import NearRule
 from scrapy_zhdedup.similarity.sketch import SHINGLE
 from tests import zhtexts
 

@@ -19,6 +19,7 @@ import pytest
 import simhash
 import zhtexts
 
+from scrapy_zhdedup.model import SKETCH_SIZE, Sketch
 from scrapy_zhdedup.similarity import sketch
 from scrapy_zhdedup.similarity.simhash import SimHasher
 from scrapy_zhdedup.similarity.words import _KEEP_CHARS, MAX_WEIGHT, Featurizer
@@ -95,16 +96,16 @@ def _old_shingle_hashes(text: str, n: int = sketch.SHINGLE) -> np.ndarray:
     return h[np.concatenate(([True], h[1:] != h[:-1]))]
 
 
-def _old_sketch(text: str) -> sketch.Sketch:
+def _old_sketch(text: str) -> Sketch:
     h = _old_shingle_hashes(text)
-    width = (1 << 32) // sketch.SIZE
-    starts = np.arange(sketch.SIZE, dtype=np.uint64) * np.uint64(width)
+    width = (1 << 32) // SKETCH_SIZE
+    starts = np.arange(SKETCH_SIZE, dtype=np.uint64) * np.uint64(width)
     first = np.minimum(np.searchsorted(h, starts), len(h) - 1)
     offsets = h[first] - starts
     filled = (h[first] >= starts) & (offsets < np.uint64(width))
     shift = np.uint64(max(0, width.bit_length() - 17))
     values = np.where(filled, np.minimum(offsets >> shift, sketch.EMPTY - 1), sketch.EMPTY).astype(np.uint16)
-    return sketch.Sketch(values, len(h))
+    return Sketch(values, len(h))
 
 
 def _old_key_view(values: np.ndarray) -> np.ndarray:
@@ -115,7 +116,7 @@ def _old_key_view(values: np.ndarray) -> np.ndarray:
     return view.astype(np.uint16)
 
 
-def _old_band_keys(s: sketch.Sketch) -> list[int]:
+def _old_band_keys(s: Sketch) -> list[int]:
     values = _old_key_view(s.values)
     filled_at = np.flatnonzero(values != sketch.EMPTY)
     if not len(filled_at):
@@ -133,7 +134,7 @@ def _old_band_keys(s: sketch.Sketch) -> list[int]:
     return ((key >> np.uint64(32)) & np.uint64(0xFFFFFFFF)).tolist()
 
 
-def _old_estimate_many(s: sketch.Sketch, values: np.ndarray, shingles: np.ndarray) -> list[sketch.Overlap]:
+def _old_estimate_many(s: Sketch, values: np.ndarray, shingles: np.ndarray) -> list[sketch.Overlap]:
     a = s.values[None, :]
     fa, fb = a != sketch.EMPTY, values != sketch.EMPTY
     equal = np.count_nonzero(fa & fb & (a == values), axis=1)
@@ -161,15 +162,15 @@ def test_sketches_equal_the_old_ones(inputs: list[str]) -> None:
         assert new.shingles == old.shingles
 
 
-def _sketches_with_edge_layouts(inputs: list[str]) -> list[sketch.Sketch]:
+def _sketches_with_edge_layouts(inputs: list[str]) -> list[Sketch]:
     """Real sketches, plus no bin filled, one filled at either end, all filled, and maximal values."""
     rng = np.random.default_rng(5)
     odd = []
-    for filled in ([], [0], [sketch.SIZE - 1], [31, 32], list(range(sketch.SIZE)), [5, 40]):
-        values = np.full(sketch.SIZE, sketch.EMPTY, dtype=np.uint16)
+    for filled in ([], [0], [SKETCH_SIZE - 1], [31, 32], list(range(SKETCH_SIZE)), [5, 40]):
+        values = np.full(SKETCH_SIZE, sketch.EMPTY, dtype=np.uint16)
         values[filled] = rng.integers(0, sketch.EMPTY, size=len(filled))
-        odd.append(sketch.Sketch(values, len(filled)))
-    odd.append(sketch.Sketch(np.full(sketch.SIZE, sketch.EMPTY - 1, dtype=np.uint16), 10**6))
+        odd.append(Sketch(values, len(filled)))
+    odd.append(Sketch(np.full(SKETCH_SIZE, sketch.EMPTY - 1, dtype=np.uint16), 10**6))
     return odd + [sketch.sketch(t) for t in inputs]
 
 
@@ -178,13 +179,13 @@ def test_band_keys_equal_the_old_ones(inputs: list[str]) -> None:
         assert sketch.band_keys(s) == _old_band_keys(s)
 
 
-def _edited(s: sketch.Sketch, rng: random.Random) -> sketch.Sketch:
+def _edited(s: Sketch, rng: random.Random) -> Sketch:
     """A near copy of ``s`` (a few bins emptied, filled or changed; a few more or fewer shingles),
     so every count lands near the thresholds: equal bins, owned bins around MIN_SUPPORT."""
     values = s.values.copy()
-    for i in rng.sample(range(sketch.SIZE), rng.randrange(0, 12)):
+    for i in rng.sample(range(SKETCH_SIZE), rng.randrange(0, 12)):
         values[i] = rng.choice([sketch.EMPTY, rng.randrange(sketch.EMPTY), max(0, int(values[i]) - 1)])
-    return sketch.Sketch(values, max(0, s.shingles + rng.randrange(-5, 6)))
+    return Sketch(values, max(0, s.shingles + rng.randrange(-5, 6)))
 
 
 @pytest.mark.parametrize("rows", [1, 2, 5, 40, 200])

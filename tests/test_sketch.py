@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scrapy_zhdedup.model import SKETCH_BYTES, SKETCH_SIZE, Sketch
 from scrapy_zhdedup.similarity import sketch
 from tests import zhtexts
 
@@ -16,7 +17,7 @@ def exact(new: str, earlier: str, n: int = sketch.SHINGLE) -> tuple[float, float
     return inter / (x.size + y.size - inter), inter / x.size
 
 
-def estimate(new: sketch.Sketch, earlier: sketch.Sketch) -> sketch.Overlap:
+def estimate(new: Sketch, earlier: Sketch) -> sketch.Overlap:
     return sketch.estimate_many(new, earlier.values[None, :], np.array([earlier.shingles]))[0]
 
 
@@ -32,7 +33,7 @@ def test_punctuation_spacing_and_case_are_ignored() -> None:
 
 def test_sketch_layout() -> None:
     s = sketch.sketch("国务院常务会议部署近期重点工作")
-    assert s.values.dtype == np.uint16 and len(s.values) == sketch.SIZE
+    assert s.values.dtype == np.uint16 and len(s.values) == SKETCH_SIZE
     assert s.shingles == sketch.shingle_hashes("国务院常务会议部署近期重点工作").size
     keys = sketch.band_keys(s)
     assert len(keys) == sketch.BANDS and all(0 <= k < 2**32 for k in keys)
@@ -84,14 +85,14 @@ def test_short_text_with_one_edited_character_shares_a_key() -> None:
 
 def test_serialised_sketch_round_trips_and_many_estimates_equal_single_ones(texts: list[str]) -> None:
     sketches = [sketch.sketch(t) for t in texts]
-    again = [sketch.Sketch.from_bytes(s.to_bytes()) for s in sketches]
+    again = [Sketch.from_bytes(s.to_bytes()) for s in sketches]
     assert all(np.array_equal(s.values, a.values) and s.shingles == a.shingles for s, a in zip(sketches, again))
-    assert len(sketches[0].to_bytes()) == sketch.NBYTES
+    assert len(sketches[0].to_bytes()) == SKETCH_BYTES
     many = sketch.estimate_many(sketches[0], np.stack([s.values for s in sketches]),
                                 np.array([s.shingles for s in sketches]))
     assert many == [estimate(sketches[0], s) for s in sketches]
     with pytest.raises(ValueError, match="260 bytes"):
-        sketch.Sketch.from_bytes(b"short")
+        Sketch.from_bytes(b"short")
 
 
 def test_band_keys_come_from_the_64_bin_view_of_the_sketch(texts: list[str]) -> None:

@@ -22,7 +22,7 @@ from scrapy_zhdedup.index.bandindex import BandIndex, Hit
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.multimap import KeyTable
 from scrapy_zhdedup.index.nearindex import CandidateKeys
-from scrapy_zhdedup.judge import Features
+from scrapy_zhdedup.model import Features
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.simhash import hamming
 from scrapy_zhdedup.store.bloom import ExactFilter

@@ -15,7 +15,7 @@ from zhtexts import edit_chars, news_page, with_attribution
 
 from scrapy_zhdedup import DedupConfig, EmptyTextError
 from scrapy_zhdedup.deduper import Deduper
-from scrapy_zhdedup.judge import Prepared, judge
+from scrapy_zhdedup.model import Prepared
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.workers import Job, PreparePool, TurnBatcher, prepare_job, prepared_by
 
@@ -46,7 +46,7 @@ def verdicts(workers: int) -> list[tuple[str, str | None, int | None] | str]:
                 out.append(type(prepared).__name__)
                 continue
             assert prepared.doc_id == job[0]  # in input order
-            v = judge(prepared, deduper.store)
+            v = deduper.judge(prepared)
             out.append((v.status, v.dup_of, v.distance))
     return out
 
@@ -94,10 +94,12 @@ def test_a_bad_record_is_a_value_and_the_input_is_read_lazily() -> None:
 def test_features_travel_back_from_the_workers(text: bool) -> None:
     with PreparePool(DedupConfig(), prepare_job, workers=2, text=text) as pool:
         [prepared] = list(pool.map([("a", ARTICLES[0].text, None)]))
-    assert isinstance(prepared, Prepared) and prepared.fingerprinter is None
-    local = Fingerprinter(DedupConfig()).prepare("a", text=ARTICLES[0].text)
-    assert prepared.features._replace(sketch=None) == local.features._replace(sketch=None)
-    assert prepared.features.sketch.to_bytes() == local.features.sketch.to_bytes()
+    assert isinstance(prepared, Prepared) and prepared.features is not None
+    fingerprinter = Fingerprinter(DedupConfig())
+    local = fingerprinter.prepare("a", text=ARTICLES[0].text)
+    features = fingerprinter.features(local.clean)
+    assert prepared.features._replace(sketch=None) == features._replace(sketch=None)
+    assert prepared.features.sketch.to_bytes() == features.sketch.to_bytes()
     assert prepared.digest == local.digest and prepared.clean == (local.clean if text else "")
 
 

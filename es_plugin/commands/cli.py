@@ -29,6 +29,7 @@ from scrapy_zhdedup.config import (
 )
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 from scrapy_zhdedup.explain import decided
+from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.workers import add_workers_option
 
 from ..index.chinese import SearchText
@@ -203,7 +204,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         raise ConfigError("--shards must be at least 1")
     with _client(args) as client:
         dedup = from_args(DedupConfig, args)
-        report = install(client, args.es_index, dedup.layout, user_properties, shards=args.shards,
+        report = install(client, args.es_index, BandLayout.from_config(dedup), user_properties, shards=args.shards,
                          search=_search_text(args), fingerprint=fingerprint_settings(dedup))
     print(f"template {report['template']}: {report['template_action']} (version {report['template_version']}); "
           f"index {report['index']}: {report['index_action']}; layout {report['layout']}")
@@ -214,7 +215,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from ..index.template import status
 
     with _client(args) as client:
-        report = status(client, args.es_index, from_args(DedupConfig, args).layout)
+        report = status(client, args.es_index, BandLayout.from_config(from_args(DedupConfig, args)))
     if args.json:
         _print(report)
     else:

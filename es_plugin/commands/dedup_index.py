@@ -43,8 +43,11 @@ from elasticsearch import BadRequestError, Elasticsearch
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
 from scrapy_zhdedup.index.bands import BandLayout
-from scrapy_zhdedup.judge import Match, Prepared, Verdict, judge
+from scrapy_zhdedup.index.nearindex import CandidateKeys
+from scrapy_zhdedup.judge import judge
+from scrapy_zhdedup.model import Match, Prepared, Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.similarity.rule import NearRule
 from scrapy_zhdedup.store.bloom import ExactFilter
 from scrapy_zhdedup.store.embedded import EmbeddedStore
 from scrapy_zhdedup.text.validate import check_id
@@ -76,9 +79,9 @@ class IndexMemory(EmbeddedStore):
     """
 
     def __init__(self, config: DedupConfig) -> None:
-        super().__init__(config.keys,
+        super().__init__(CandidateKeys.from_config(config),
                          ExactFilter(error_rate=config.bloom_error_rate, initial_capacity=config.bloom_capacity),
-                         rule=config.rule)
+                         rule=NearRule.from_config(config))
         self.clusters: list[str] = []  # per row
 
     def cluster(self, row: int) -> str:
@@ -143,17 +146,18 @@ def dedup_index(client: Elasticsearch, index: str, dedup_cfg: DedupConfig, *, te
         raise ConfigError("batch_size must be at least 1")
     if not client.indices.exists(index=index):
         raise ZhDedupError(f"{index}: no such index")
+    layout = BandLayout.from_config(dedup_cfg)
     if dry_run:
         if read_meta(client, index) is not None:
-            ensure_layout(client, index, dedup_cfg.layout)
+            ensure_layout(client, index, layout)
     else:
-        _prepare_mapping(client, index, dedup_cfg.layout)
+        _prepare_mapping(client, index, layout)
     fields = _Fields(text_field, html_field, id_field)
     identity = {"index": index, "dedup": dataclasses.asdict(dedup_cfg), "text_field": text_field,
                 "html_field": html_field, "id_field": id_field}
     state = Checkpoint.open(None if dry_run else checkpoint, identity, {"after": None, "skipped": {}},
                             way_out="delete it or pass another --checkpoint")
-    run = _Run(client, index, dedup_cfg.layout, fields, Fingerprinter(dedup_cfg), IndexMemory(dedup_cfg),
+    run = _Run(client, index, layout, fields, Fingerprinter(dedup_cfg), IndexMemory(dedup_cfg),
                ClusterReport(), state, BulkWriter(index), dry_run)
     started = time.perf_counter()
     with PointInTime(client, index, refresh=True) as reader, PreparePool(dedup_cfg, _prepare_hit, workers) as pool:
@@ -227,10 +231,11 @@ class _Run:
                 elif isinstance(prepared, Exception):  # EmptyTextError, or no usable id
                     skipped[hit["_id"]] = str(prepared)
                 else:
-                    verdict = judge(prepared, self.memory)
+                    featurize = self.fingerprinter.features
+                    verdict = judge(prepared, self.memory, featurize)
                     self.clusters.count(verdict.cluster, verdict.doc_id)
                     counts[verdict.status] += 1
-                    features = prepared.features if verdict.status != "exact" else None
+                    features = prepared.featured(featurize) if verdict.status != "exact" else None
                     pending.append(Action("update", hit["_id"], {"zhdedup": zhdedup_fields(
                         verdict, self.layout, datetime.now(timezone.utc), features=features,
                         words=segment(prepared.clean))}))

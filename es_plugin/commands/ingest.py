@@ -54,7 +54,7 @@ from es_plugin.store.backend import ElasticsearchBackend, Indexable, IndexJob, p
 from scrapy_zhdedup.cli.inputs import BadRecordError, html_files, open_input, read_page, read_records
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
-from scrapy_zhdedup.judge import Verdict
+from scrapy_zhdedup.model import Verdict
 from scrapy_zhdedup.workers import PreparePool
 
 from ..client import EsUnavailableError, make_async_client

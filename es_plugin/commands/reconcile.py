@@ -25,8 +25,9 @@ from elasticsearch import Elasticsearch
 
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ZhDedupError
-from scrapy_zhdedup.index.nearindex import NearIndex
-from scrapy_zhdedup.judge import rounded
+from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
+from scrapy_zhdedup.model import rounded
+from scrapy_zhdedup.similarity.rule import NearRule
 
 from ..index.template import ensure_layout, stored_features
 from ..operations import drive
@@ -67,9 +68,10 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
     ``reclustered`` (documents moved to the cluster their old cluster head joined), ``deleted`` and
     ``clusters`` (distinct clusters among the documents kept).
     """
-    ensure_layout(client, index, config.layout)
+    keys = CandidateKeys.from_config(config)
+    ensure_layout(client, index, keys.layout)
     writer = BulkWriter(index)
-    near = NearIndex(config.keys, config.rule)
+    near = NearIndex(keys, NearRule.from_config(config))
     row_doc: list[str] = []  # per near index row: doc_id, effective cluster, content hash
     row_cluster: list[str] = []
     row_hash: list[str] = []

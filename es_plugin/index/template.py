@@ -27,8 +27,8 @@ from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch, No
 from scrapy_zhdedup import __version__
 from scrapy_zhdedup.errors import ConfigError, LayoutMismatchError, ZhDedupError
 from scrapy_zhdedup.index.bands import BandLayout
-from scrapy_zhdedup.judge import Features, Verdict
-from scrapy_zhdedup.similarity.sketch import Sketch
+from scrapy_zhdedup.model import Features, Sketch, Verdict
+from scrapy_zhdedup.similarity.sketch import features_of
 
 from ..operations import Steps, adrive, drive
 from .chinese import DEFAULT_SEARCH, SearchText
@@ -166,7 +166,7 @@ def stored_features(z: dict[str, Any], passages: list[int] | None = None) -> Fea
     keys are given (re-derived from the text) or read back.  KeyError/ValueError if it has none."""
     if passages is None:
         passages = [int(key, 16) for key in z.get("passages", ())]
-    return Features.of(int(z["fp"], 16), passages, stored_sketch(z))
+    return features_of(int(z["fp"], 16), passages, stored_sketch(z))
 
 
 # --- checks on an existing index ---------------------------------------------------------------------

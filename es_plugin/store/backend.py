@@ -52,8 +52,11 @@ from scrapy.settings import SETTINGS_PRIORITIES
 
 from scrapy_zhdedup.config import DedupConfig, EsConfig, PipelineConfig, from_settings
 from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, StoreUnavailableError, ZhDedupError
-from scrapy_zhdedup.judge import Features, Match, Prepared, Verdict, judge, verdict_for
+from scrapy_zhdedup.index.nearindex import CandidateKeys
+from scrapy_zhdedup.judge import judge
+from scrapy_zhdedup.model import Features, Match, Prepared, Verdict, verdict_for
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.similarity.rule import NearRule
 from scrapy_zhdedup.store.bloom import ExactFilter
 from scrapy_zhdedup.store.meta import fingerprint_settings
 from scrapy_zhdedup.text.clean import decode_html
@@ -181,17 +184,18 @@ class ElasticsearchBackend:
             raise ConfigError(f"ZHDEDUP_ES_MAX_RETRIES must be >= 0, got {es.es_max_retries}")
         _require_asyncio_reactor()
         self.dedup, self.es = dedup, es
-        self.layout = dedup.layout
+        keys, rule = CandidateKeys.from_config(dedup), NearRule.from_config(dedup)
+        self.layout = keys.layout
         self.index = es.es_index
         self.index_duplicates = index_duplicates
         self.search = SearchText(es.es_text_field, es.es_analysis)
         self.stats = EsStats(stats)
         self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_NAME), self.index, self.stats)
         policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
-        self.lookups = EsLookups(self.index, dedup.keys, dedup.rule, policy, self.stats)
+        self.lookups = EsLookups(self.index, keys, rule, policy, self.stats)
         self.writer = BulkWriter(self.index, policy, self.stats, refresh=True)
         self.journal = Journal(self.dead_letters.path.parent, self.index) if journal else None
-        self.buffer = BulkBuffer(dedup.keys, dedup.rule, bulk_size=es.es_bulk_size, flush_interval=es.es_flush_interval,
+        self.buffer = BulkBuffer(keys, rule, bulk_size=es.es_bulk_size, flush_interval=es.es_flush_interval,
                                  write=self._write, journal=self.journal)
         self._client = client
         self._own_client = client is None
@@ -335,13 +339,13 @@ class ElasticsearchBackend:
             try:
                 found, near = await asyncio.gather(
                     adrive(client, self.lookups.exact(digests)),
-                    adrive(client, self.lookups.near([query_features(p.features) for _, p, _ in likely_new])))
+                    adrive(client, self.lookups.near([query_features(p.featured(None)) for _, p, _ in likely_new])))
                 exact, own = found[: len(todo)], found[len(todo):] or [None] * len(todo)
                 near_of = {i: n for (i, _, _), n in zip(likely_new, near)}
                 unanswered = [t for t, e in zip(todo, exact) if e is None and t[0] not in near_of]
                 if unanswered:
                     await self._features([p for _, p, _ in unanswered])
-                    more = await adrive(client, self.lookups.near([query_features(p.features) for _, p, _ in unanswered]))
+                    more = await adrive(client, self.lookups.near([query_features(p.featured(None)) for _, p, _ in unanswered]))
                     near_of.update((i, n) for (i, _, _), n in zip(unanswered, more))
             except (TransportError, ApiError, LookupItemError) as exc:
                 self.stats.inc("errors")
@@ -363,7 +367,8 @@ class ElasticsearchBackend:
                 answers = _Answers(flushed_exact, near_of.get(i), self.buffer, since,
                                    functools.partial(self._enqueue_verdict, document=document, words=search_words),
                                    own_copy)
-                outcomes[i] = judge(prepared, answers)  # synchronous: nothing interleaves between decision and enqueue
+                # synchronous: nothing interleaves between decision and enqueue
+                outcomes[i] = judge(prepared, answers, self._fingerprinter.features)
         decided.set_result(None)  # the next batch may decide while this one waits for the writer
         await self.buffer.backpressure()
         return cast("list[Verdict | Exception]", outcomes)
@@ -447,7 +452,7 @@ class ElasticsearchBackend:
             logger.warning("zhdedup: %d documents judged by a writer of %s that stopped before storing them were "
                            "kept in %s; storing them now", count, self.index, directory)
             for actions in batches:
-                await self._write(PendingBatch(-1, self.dedup.keys, self.dedup.rule, actions))
+                await self._write(PendingBatch(-1, self.buffer.keys, self.buffer.rule, actions))
 
     # -- worker thread -----------------------------------------------------------------------------
 
@@ -456,9 +461,9 @@ class ElasticsearchBackend:
 
     async def _features(self, batch: list[Prepared]) -> None:
         """Compute fingerprints and passage keys on the worker thread (a worker pool may have already)."""
-        missing = [p for p in batch if "features" not in p.__dict__]
+        missing = [p for p in batch if p.features is None]
         if missing:
-            await self._on_worker(lambda: [p.features for p in missing])
+            await self._on_worker(lambda: [p.featured(self._fingerprinter.features) for p in missing])
 
     # -- buffer ------------------------------------------------------------------------------------
 
@@ -481,7 +486,7 @@ class ElasticsearchBackend:
             self.buffer.enqueue(Action("index", repeat_id(digest, verdict.doc_id),
                                        self._source(verdict, document, words=words)))
         else:
-            features = query_features(prepared.features)
+            features = query_features(prepared.featured(None))
             self.buffer.enqueue(Action("create", digest, self._source(verdict, document, features, words)),
                                 (digest, Match(verdict.doc_id, verdict.cluster, 0), features,
                                  verdict.status == "unique"))

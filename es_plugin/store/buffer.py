@@ -24,7 +24,8 @@ from typing import Any
 
 from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
-from scrapy_zhdedup.judge import Features, Match, NearRule
+from scrapy_zhdedup.model import Features, Match
+from scrapy_zhdedup.similarity.rule import NearRule
 
 from .journal import Journal
 from .writer import Action

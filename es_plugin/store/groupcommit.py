@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from scrapy_zhdedup.judge import Prepared, Verdict
+from scrapy_zhdedup.model import Prepared, Verdict
 
 DEFAULT_CONCURRENCY = 64  # documents in flight in `es ingest`: 4 ran at ~0.7x the documents per second of 64
 Entry = tuple[Prepared, dict[str, Any], str | None]  # the document, its words for search if segmented already

@@ -5,7 +5,7 @@
   SimHash band and passage keys when in use: the keys of nearindex.py as keyword fields; first an
   unranked ``terms`` search, which answers most texts at a fraction of the cost), among cluster
   originals only (``zhdedup.status: unique``, as nearindex.py keys only originals), each hit verified
-  on its stored sketch by the shared :meth:`~scrapy_zhdedup.judge.NearRule.accept`.
+  on its stored sketch by the shared :meth:`~scrapy_zhdedup.similarity.rule.NearRule.accept`.
 * :class:`EsAnswers`: the :class:`~scrapy_zhdedup.judge.Store` of one judgement: Elasticsearch's
   answers plus the batches of this process that searches cannot see yet (buffer.py); ``remember``
   hands the verdict back to the backend to enqueue.
@@ -22,8 +22,9 @@ import numpy as np
 
 from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.index.nearindex import CandidateKeys
-from scrapy_zhdedup.judge import Features, Match, NearRule, Prepared, Verdict, closest
+from scrapy_zhdedup.model import Features, Match, Prepared, Verdict
 from scrapy_zhdedup.similarity.passages import votes_needed
+from scrapy_zhdedup.similarity.rule import NearRule, closest
 
 from ..index.template import sketch_terms, stored_sketch
 from ..operations import Call, Steps

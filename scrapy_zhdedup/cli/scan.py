@@ -16,7 +16,7 @@ from pathlib import Path
 from ..config import DedupConfig, add_options, from_args
 from ..deduper import Deduper
 from ..errors import StoreFailedError
-from ..judge import Prepared, judge
+from ..model import Prepared
 from ..similarity.fingerprinter import Fingerprinter
 from ..workers import Job, PreparePool, add_workers_option, prepare_job
 from .inputs import STDIN, BadRecordError, Record, input_name, open_input, read_pages, read_records
@@ -101,7 +101,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
                         logger.warning("skipped %s", bad)
                         errors.append(bad)
                         continue
-                    verdict = judge(prepared, deduper.store)
+                    verdict = deduper.judge(prepared)
                     counts[verdict.status] += 1
                     if verdict.rerun:
                         counts[f"rerun_{verdict.rerun}"] += 1

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import DedupConfig
 from ..errors import ConfigError
 from ..similarity.simhash import BITS
 
@@ -34,6 +35,11 @@ class BandLayout:
     k: int = 3
     blocks: int = field(default=0)
     bits: int = BITS
+
+    @classmethod
+    def from_config(cls, config: DedupConfig) -> BandLayout:
+        """The layout the settings give (``ZHDEDUP_THRESHOLD``, ``ZHDEDUP_BANDS``)."""
+        return cls(k=config.threshold, blocks=config.bands)
 
     def __post_init__(self) -> None:
         if self.blocks == 0:

@@ -9,7 +9,7 @@ Keys name candidates, never a pairwise scan (:class:`CandidateKeys` says which):
 
 A key held by more than ``MAX_POSTINGS`` documents is boilerplate (a site's footer, a stock
 clause), not evidence, and is skipped.  Every candidate is then decided by one
-:class:`~scrapy_zhdedup.judge.NearRule` on the estimated overlap of the two sketches.  The embedded
+:class:`~scrapy_zhdedup.similarity.rule.NearRule` on the estimated overlap of the two sketches.  The embedded
 store, Elasticsearch's not-yet-searchable buffer, ``dedup-index`` and ``reconcile`` all use it.
 
 Only a cluster's original carries keys, so only originals are candidates: a text joins a cluster by
@@ -27,9 +27,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..judge import Features, NearRule, Reason, closest
+from ..config import DedupConfig
+from ..model import SKETCH_SIZE, Features, Reason
 from ..similarity.passages import votes_needed
-from ..similarity.sketch import SIZE
+from ..similarity.rule import NearRule, closest
 from .bandindex import BandIndex
 from .bands import BandLayout
 from .multimap import KeyTable
@@ -58,6 +59,11 @@ class CandidateKeys:
     simhash_bands: bool = False
     passage_share: float = 0.2
 
+    @classmethod
+    def from_config(cls, config: DedupConfig) -> CandidateKeys:
+        """The keys the settings give (``ZHDEDUP_SIMHASH_BANDS``, ``ZHDEDUP_PASSAGE_SHARE``, the band layout)."""
+        return cls(BandLayout.from_config(config), config.simhash_bands, config.passage_share)
+
 
 class NearIndex:
     def __init__(self, keys: CandidateKeys, rule: NearRule) -> None:
@@ -65,7 +71,7 @@ class NearIndex:
         self.bands = BandIndex(keys.layout, keyed=keys.simhash_bands)
         self.sketch_keys = KeyTable(np.uint32)
         self.passages = KeyTable(np.uint32)
-        self._values = array("H")  # SIZE per row
+        self._values = array("H")  # SKETCH_SIZE per row
         self._shingles = array("I")
 
     def __len__(self) -> int:
@@ -104,7 +110,7 @@ class NearIndex:
         if not rows:
             return []
         idx = np.array(rows, dtype=np.int64)
-        values = np.frombuffer(self._values, dtype=np.uint16).reshape(-1, SIZE)[idx]
+        values = np.frombuffer(self._values, dtype=np.uint16).reshape(-1, SKETCH_SIZE)[idx]
         shingles = np.frombuffer(self._shingles, dtype=np.uint32)[idx]
         fingerprints = [self.bands.fingerprint(row) for row in rows]
         return [Hit(rows[a.position], a.distance, a.similarity, a.contained, a.reason)
@@ -122,7 +128,7 @@ class NearIndex:
         sketch_keys, sketch_rows = self.sketch_keys.arrays()
         passage_keys, passage_rows = self.passages.arrays()
         return {"fingerprints": self.bands.fingerprints(),
-                "sketches": np.frombuffer(self._values, dtype=np.uint16).reshape(-1, SIZE),
+                "sketches": np.frombuffer(self._values, dtype=np.uint16).reshape(-1, SKETCH_SIZE),
                 "shingles": np.frombuffer(self._shingles, dtype=np.uint32),
                 "sketch_keys": sketch_keys, "sketch_rows": sketch_rows,
                 "passage_keys": passage_keys, "passage_rows": passage_rows}
@@ -134,7 +140,7 @@ class NearIndex:
         row: they get band keys); ValueError if they do not fit together."""
         rows = len(data["fingerprints"])
         sketches = np.ascontiguousarray(data["sketches"], dtype=np.uint16)
-        if sketches.shape != (rows, SIZE) or len(data["shingles"]) != rows or len(originals) != rows or any(
+        if sketches.shape != (rows, SKETCH_SIZE) or len(data["shingles"]) != rows or len(originals) != rows or any(
                 len(data[f"{kind}_keys"]) != len(data[f"{kind}_rows"])
                 or (len(data[f"{kind}_rows"]) and int(data[f"{kind}_rows"].max()) >= rows)
                 for kind in ("sketch", "passage")):

@@ -23,7 +23,7 @@ from twisted.python.threadpool import ThreadPool
 from ..config import DedupConfig, PipelineConfig, from_settings
 from ..deduper import Deduper
 from ..errors import ConfigError
-from ..judge import Prepared, Verdict, judge
+from ..model import Prepared, Verdict
 from ..workers import Job, PreparePool, TurnBatcher, prepare_job, prepared_by
 
 logger = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class EmbeddedBackend:
         # submitted now, waited for on the one judging thread: judged in arrival order, prepared in parallel
         job, processes = (doc_id, text, html), self._turns.pool
         future = self._turns.submit(job)
-        return await self._on_worker(lambda: judge(prepared_by(processes, future, job), self.deduper.store))
+        return await self._on_worker(lambda: self.deduper.judge(prepared_by(processes, future, job)))
 
     async def close(self) -> None:
         try:

@@ -40,7 +40,7 @@ from scrapy.utils.defer import deferred_from_coro
 from ..config import PipelineConfig, from_settings
 from ..errors import EmptyTextError, InvalidDocumentError, StoreFailedError, StoreUnavailableError, ZhDedupError
 from ..explain import drop_reason
-from ..judge import Verdict
+from ..model import Verdict
 from .backends import Backend, load_backend
 from .delivery import DeliveryLedger
 

@@ -1,4 +1,4 @@
-"""The pure step: text → :class:`~scrapy_zhdedup.judge.Prepared` (clean, hash), and its features.
+"""The pure step: text → :class:`~scrapy_zhdedup.model.Prepared` (clean, hash), and its features.
 
 Order matters for speed: the content hash needs only the cleaned text, so exact repeats are
 answered before the costly part (segmentation and fingerprint) is ever run.
@@ -7,13 +7,13 @@ answered before the costly part (segmentation and fingerprint) is ever run.
 from __future__ import annotations
 
 from ..config import DedupConfig
-from ..judge import Features, Prepared
+from ..model import Features, Prepared
 from ..text.clean import TextCleaner, content_hash
 from ..text.furniture import without_furniture
 from ..text.validate import check_id, check_unicode
 from .passages import passage_keys
 from .simhash import SimHasher
-from .sketch import sketch
+from .sketch import features_of, sketch
 from .words import Featurizer
 
 
@@ -33,7 +33,7 @@ class Fingerprinter:
 
     def prepare(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
                 encoding: str | None = None) -> Prepared:
-        """Clean and hash one document; its features are computed when first needed.
+        """Clean and hash one document; its features are computed when first needed (:meth:`features`).
 
         Raises EmptyTextError when nothing is left to judge, InvalidDocumentError for an id or text no
         store can keep (validate.py).
@@ -43,7 +43,7 @@ class Fingerprinter:
             if isinstance(value, str):  # before cleaning: OpenCC and the hash encode it as UTF-8
                 check_unicode(what, value)
         clean = self.clean(text=text, html=html, encoding=encoding)
-        return Prepared(doc_id, clean, content_hash(clean), self)
+        return Prepared(doc_id, clean, content_hash(clean))
 
     def clean(self, *, text: str | None = None, html: str | bytes | None = None,
               encoding: str | None = None) -> str:
@@ -63,5 +63,5 @@ class Fingerprinter:
         """Everything a near lookup needs, from the first ``max_chars`` characters without the furniture
         lines (furniture.py: who published it, not what it says)."""
         text = without_furniture(clean_text[: self.max_chars])
-        return Features.of(self.fingerprint(text), self.passages(text), sketch(text))
+        return features_of(self.fingerprint(text), self.passages(text), sketch(text))
 

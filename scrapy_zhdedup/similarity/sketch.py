@@ -6,7 +6,7 @@ and sits 8-18 bits away.  Character shingles survive scattered edits (one edit c
 them), and MinHash turns their overlap into equal sketch values:
 
 - :func:`sketch`: one-permutation MinHash (Li, Owen & Zhang 2012) of the text's character
-  4-grams, punctuation and spacing removed (so width and spacing changes are free): ``SIZE``
+  4-grams, punctuation and spacing removed (so width and spacing changes are free): ``SKETCH_SIZE``
   bins, each the top 16 bits of its smallest hash's offset in the bin (order-preserving, so
   containment can be estimated).  One hash per shingle; 2 bytes per bin.  128 bins, not 64: the
   estimates' spread decides verdicts near the rule's lines, and halving their variance raised the
@@ -29,7 +29,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-SIZE = 128  # bins (values per sketch)
+from ..model import SKETCH_SIZE, Features, Sketch
+
 KEY_BINS = 64  # bins of the view that band keys are made from (pairs of neighbouring bins)
 ROWS = 2  # values per band key
 BANDS = 16  # band keys per document (the first BANDS * ROWS values of the view)
@@ -37,8 +38,7 @@ SHINGLE = 4  # characters per shingle: one size for every length, so any two ske
 EMPTY = 0xFFFF  # a bin no shingle fell into
 MIN_SUPPORT = 8  # bins the new text must own before its share inside the other is estimated from them
 # recorded with stores and indices: sketches compare only within one version
-VERSION = f"oph{SIZE}x16-char{SHINGLE}-bands{BANDS}x{ROWS}of{KEY_BINS}"
-NBYTES = 2 * SIZE + 4  # serialised: the values, then the shingle count (u32)
+VERSION = f"oph{SKETCH_SIZE}x16-char{SHINGLE}-bands{BANDS}x{ROWS}of{KEY_BINS}"
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _PRIME = np.uint64(0x100000001B3)
@@ -60,20 +60,6 @@ def _word_table() -> np.ndarray:
 
 
 _WORD = _word_table()
-
-
-class Sketch(NamedTuple):
-    values: np.ndarray  # uint16[SIZE], EMPTY for empty bins
-    shingles: int  # distinct shingles in the text (which of two texts is the smaller)
-
-    def to_bytes(self) -> bytes:
-        return self.values.astype("<u2").tobytes() + min(self.shingles, 0xFFFF_FFFF).to_bytes(4, "little")
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> Sketch:
-        if len(data) != NBYTES:
-            raise ValueError(f"a sketch is {NBYTES} bytes, not {len(data)}")
-        return cls(np.frombuffer(data, dtype="<u2", count=SIZE).astype(np.uint16), int.from_bytes(data[-4:], "little"))
 
 
 class Overlap(NamedTuple):
@@ -118,7 +104,7 @@ def _starts_run(sorted_values: np.ndarray) -> np.ndarray:
     return out
 
 
-_BIN_BITS = 32 - (SIZE.bit_length() - 1)  # a hash's bin is its top bits
+_BIN_BITS = 32 - (SKETCH_SIZE.bit_length() - 1)  # a hash's bin is its top bits
 _OFFSET_SHIFT = np.uint64(max(0, _BIN_BITS + 1 - 17))  # the top 16 bits of an offset in the bin
 
 
@@ -128,14 +114,14 @@ def sketch(text: str) -> Sketch:
     h = shingle_hashes(text)  # sorted, so each bin's minimum is its first hash
     bins = h >> np.uint64(_BIN_BITS)
     first = _starts_run(bins)
-    values = np.full(SIZE, EMPTY, dtype=np.uint16)
+    values = np.full(SKETCH_SIZE, EMPTY, dtype=np.uint16)
     offsets = h[first] & np.uint64((1 << _BIN_BITS) - 1)
     values[bins[first]] = np.minimum(offsets >> _OFFSET_SHIFT, EMPTY - 1)
     return Sketch(values, len(h))
 
 
 def key_view(values: list[int]) -> list[int]:
-    """The ``KEY_BINS``-bin sketch of the same text, from the ``SIZE`` bins: a view bin covers two
+    """The ``KEY_BINS``-bin sketch of the same text, from the ``SKETCH_SIZE`` bins: a view bin covers two
     neighbouring bins, and its minimum is the first one's when that is filled, else the second's
     (offset by half the view bin's width).  One bit of the offset is lost, so this is exactly what a
     sketch of ``KEY_BINS`` bins would hold."""
@@ -185,7 +171,7 @@ def band_keys(s: Sketch) -> list[int]:
 
 def estimate_many(s: Sketch, values: np.ndarray, shingles: np.ndarray) -> list[Overlap]:
     """:class:`Overlap` of the new text's sketch ``s`` with each of many earlier ones (``values``:
-    uint16[n, SIZE]).
+    uint16[n, SKETCH_SIZE]).
 
     In a bin, the minimum over A ∪ B is in A ∩ B when both minima are equal, and comes from A when
     A's is not larger (or B has none).  So Jaccard ≈ equal bins / bins filled in either (Li, Owen &
@@ -212,3 +198,8 @@ def estimate_many(s: Sketch, values: np.ndarray, shingles: np.ndarray) -> list[O
         by_counts = min(1.0, jaccard * (na + nb) / ((1 + jaccard) * max(na, 1)))
         out.append(Overlap(jaccard, (by_bins + by_counts) / 2, na, nb))
     return out
+
+
+def features_of(fingerprint: int, passages: list[int], summary: Sketch) -> Features:
+    """Features with the sketch's band keys derived from it (computed, or read back from a store)."""
+    return Features(fingerprint, passages, summary, band_keys(summary))

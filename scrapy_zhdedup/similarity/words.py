@@ -18,9 +18,8 @@ from collections import Counter
 from functools import cache, lru_cache
 from typing import Literal
 
+from ..config import FeatureMode
 from ..errors import ConfigError
-
-FeatureMode = Literal["auto", "words", "chars"]
 
 _KEEP_CHARS = re.compile(r"[^\w\u3400-\u9fff]+")
 _HAS_CJK = re.compile(r"[\u3400-\u9fff]")

@@ -8,7 +8,7 @@ verdict, so a rerun can answer an id it has judged before.  README gives the byt
 On disk (``DIR/``): ``store.json`` (format and fingerprint settings, storemeta.py), ``lock``
 (one writer, storelock.py), ``index.npz`` (the snapshot: numpy arrays read without pickle, the
 Bloom filter inside so it always matches the index, replaced atomically) and ``log.bin``
-(every document judged since the snapshot, storelog.py).  Opening loads the snapshot and
+(every document judged since the snapshot, log.py).  Opening loads the snapshot and
 replays the log; saving writes a new snapshot and empties the log, and happens by itself when
 the log outgrows the snapshot.  Band tables are rebuilt on load, so the threshold may change.
 """
@@ -22,7 +22,7 @@ import zipfile
 from array import array
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -30,8 +30,9 @@ from ..config import DedupConfig
 from ..errors import StoreError, StoreFailedError
 from ..index.multimap import KeyTable
 from ..index.nearindex import CandidateKeys, NearIndex
-from ..judge import REASONS, Features, Match, NearRule, Status, Verdict, rounded
-from ..similarity.sketch import Sketch
+from ..model import REASONS, Features, Match, Prepared, Sketch, Status, Verdict, rounded
+from ..similarity.rule import NearRule
+from ..similarity.sketch import features_of
 from .bloom import ExactFilter
 from .files import atomic_write
 from .lock import DirectoryLock
@@ -39,9 +40,6 @@ from .log import LOG_FILE, LogWriter, Record, read_log
 from .meta import FORMAT, META_FILE, check_or_record, fingerprint_settings
 
 logger = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    from ..judge import Prepared
 
 INDEX_FILE = "index.npz"
 _OLD_BLOOM_FILE = "bloom.bin"  # format 1 kept the filter beside the index
@@ -136,7 +134,7 @@ class EmbeddedStore:
             assert match is not None
             self.add_repeat(prepared.doc_id, prepared.digest, match)
         else:
-            self.add(prepared.doc_id, prepared.digest, prepared.features, match)
+            self.add(prepared.doc_id, prepared.digest, prepared.featured(None), match)
 
     def add(self, doc_id: str, content_hash: str, features: Features, repeats: Match | None = None) -> None:
         """Remember a document: unique (an original, a candidate for later texts), or a near repeat of
@@ -216,7 +214,7 @@ class EmbeddedStore:
     def _apply(self, record: Record, features: Features | None = None) -> None:
         if record.row >= 0:
             if features is None:  # replaying the log
-                features = Features.of(record.fingerprint, record.passages, Sketch.from_bytes(record.sketch))
+                features = features_of(record.fingerprint, record.passages, Sketch.from_bytes(record.sketch))
             self._near.add(features, original=record.status == STATUSES.index("unique"))
             self._roots.append(record.root)
             self._row_entry.append(record.entry)

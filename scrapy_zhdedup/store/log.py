@@ -21,7 +21,7 @@ import zlib
 from pathlib import Path
 from typing import NamedTuple
 
-from ..similarity.sketch import NBYTES as SKETCH_BYTES
+from ..model import SKETCH_BYTES
 
 LOG_FILE = "log.bin"
 _FRAME = struct.Struct("<II")
@@ -39,12 +39,12 @@ class Record(NamedTuple):
     distance: int
     similarity: int  # percent, as reported
     contained: int  # percent, as reported
-    reason: int  # 0 for a unique document, else 1 + its index in judge.REASONS
+    reason: int  # 0 for a unique document, else 1 + its index in model.REASONS
     root: int
     fingerprint: int
     content_hash: bytes  # 16 bytes
     passages: list[int]
-    sketch: bytes  # sketch.NBYTES for an indexed document (row >= 0), empty for an exact repeat
+    sketch: bytes  # model.SKETCH_BYTES for an indexed document (row >= 0), empty for an exact repeat
     doc_id: str
 
     def encode(self) -> bytes:

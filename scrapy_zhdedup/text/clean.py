@@ -13,15 +13,14 @@ import re
 import unicodedata
 from functools import cached_property
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
 import charset_normalizer
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
+from ..config import Extractor
 from ..errors import ConfigError, EmptyTextError
-
-Extractor = Literal["lxml", "trafilatura"]
 
 # Elements that never hold the article body.
 _DROP_TAGS = (
