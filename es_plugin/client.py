@@ -16,14 +16,12 @@ from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch
 from elasticsearch.serializer import DEFAULT_SERIALIZERS, JsonSerializer
 
 from scrapy_zhdedup.config import EsConfig
-from scrapy_zhdedup.errors import ConfigError, ZhDedupError
+from scrapy_zhdedup.errors import ConfigError
+
+from .errors import EsUnavailableError
 
 CLIENT_RETRIES = 3  # immediate client-level retries on timeouts and connection errors
 CHECK_TIMEOUT = 10.0  # seconds for the start-up health check
-
-
-class EsUnavailableError(ZhDedupError):
-    """Elasticsearch cannot be reached, or refuses us (authentication, TLS), or stayed down past the retries."""
 
 
 def split_credentials(url: str) -> tuple[str, str, str]:

@@ -1,20 +1,70 @@
-"""Exceptions the engine raises, so callers can tell bad input from a broken store."""
+"""Every error scrapy-zhdedup raises on purpose, so callers can tell bad input from a broken store.
+
+Each one pickles whole, with its data: worker processes send an item's error back in its place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 
 class ZhDedupError(Exception):
-    """Base class for every error scrapy-zhdedup raises on purpose."""
+    """Base class for every error scrapy-zhdedup raises on purpose; never raised itself, each raise
+    says what went wrong with a subclass."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Rebuilt from its message and attributes, not by calling ``__init__`` again (whose arguments
+        differ per class), so every subclass pickles as it is."""
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(cls: type[ZhDedupError], args: tuple[Any, ...], state: dict[str, Any]) -> ZhDedupError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+class ConfigError(ZhDedupError, ValueError):
+    """A setting, an option or the installation has something scrapy-zhdedup cannot work with (a value out
+    of range, a missing extra)."""
 
 
 class InvalidDocumentError(ZhDedupError, ValueError):
     """A document that cannot be judged or stored as given (e.g. a NUL in its id)."""
 
 
-class ConfigError(ZhDedupError, ValueError):
-    """A setting or option has a value scrapy-zhdedup cannot use."""
-
-
 class EmptyTextError(InvalidDocumentError):
     """The document has no text left to judge after cleaning (empty, markup only, no CJK or words)."""
+
+
+class InputError(ZhDedupError):
+    """An input the command cannot use (missing, not what it reads) or cannot read on (a truncated
+    ``.gz``, a read error): the command stops."""
+
+    @classmethod
+    def unreadable(cls, path: str, line: int, exc: BaseException) -> InputError:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        damaged = " (a truncated or damaged .gz file?)" if path.endswith(".gz") else ""
+        return cls(f"{path}: cannot read past line {line}: {reason}{damaged}")
+
+
+class BadRecordError(ZhDedupError, ValueError):
+    """One line of an input that is not a usable record; it is reported and skipped (or stops a strict run)."""
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        super().__init__(f"{path}:{line}: {reason}")
+        self.path, self.line, self.reason = path, line, reason
+
+    @classmethod
+    def unjudged(cls, path: str, line: int, exc: Exception) -> BadRecordError:
+        """A record read well whose document could not be judged (``scan`` and ``es ingest`` say it alike)."""
+        what = "no text to judge" if isinstance(exc, EmptyTextError) else "cannot be judged"
+        return cls(path, line, f"{what} ({exc})")
+
+
+class OutputError(ZhDedupError):
+    """An output that cannot be written: its directory is missing, it is one of the inputs, the disk is full."""
 
 
 class StoreError(ZhDedupError):
@@ -27,6 +77,15 @@ class StoreError(ZhDedupError):
         super().__init__(f"{path}: {reason}. {hint}")
         self.path = path
         self.reason = reason
+
+
+class StoreLockedError(StoreError):
+    """Another writer (this process or another) holds the store directory."""
+
+    def __init__(self, directory: object, holder: str) -> None:
+        super().__init__(directory, f"the store is in use by another writer (pid {holder})",
+                         hint="Wait for that run to finish, or point ZHDEDUP_STORE_DIR / --store elsewhere.")
+        self.holder = holder
 
 
 class LayoutMismatchError(ZhDedupError):

@@ -193,7 +193,7 @@ class PreparePool(Generic[In, Out]):
             yield from (_guarded(self.step, fingerprinter, item) for item in items)
             return
         if self._executor is None:
-            raise ZhDedupError("PreparePool.map used outside its with block")
+            raise RuntimeError("PreparePool.map used outside its with block")
         source = iter(items)
         in_flight: deque[Future[list[Out | Exception]]] = deque()
         while chunk := list(itertools.islice(source, self.chunk)):
@@ -219,7 +219,7 @@ class PreparePool(Generic[In, Out]):
     def _submit_chunk(self, chunk: list[In]) -> Future[list[Out | Exception]]:
         with self._replacing:
             if self._executor is None:
-                raise ZhDedupError("PreparePool.send needs worker processes (workers > 1), inside its with block")
+                raise RuntimeError("PreparePool.send needs worker processes (workers > 1), inside its with block")
             try:
                 return self._executor.submit(_run_chunk, self.step, chunk, self.text)
             except BrokenProcessPool:

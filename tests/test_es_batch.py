@@ -18,7 +18,7 @@ from zhtexts import articles, edit_chars, traditional, with_attribution
 
 from es_plugin.commands.dedup_index import READ_SORT, dedup_index
 from es_plugin.commands.pointintime import PointInTime
-from es_plugin.index.template import EsIndexError
+from es_plugin.errors import EsIndexError
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError

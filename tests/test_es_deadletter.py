@@ -10,7 +10,8 @@ from typing import BinaryIO
 import pytest
 from helpers import Stats
 
-from es_plugin.store.deadletter import STAT, DeadLetterError, DeadLetters, keep_only, locked, read
+from es_plugin.errors import DeadLetterError
+from es_plugin.store.deadletter import STAT, DeadLetters, keep_only, locked, read
 from es_plugin.store.stats import EsStats
 from es_plugin.store.writer import Action
 from scrapy_zhdedup.store.files import atomic_write

@@ -20,7 +20,8 @@ from es_proxy import EsProxy
 from fault_node import free_port
 from helpers import Stats, backend
 
-from es_plugin.client import EsUnavailableError, check_reachable, make_client
+from es_plugin.client import check_reachable, make_client
+from es_plugin.errors import EsUnavailableError
 from es_plugin.index.template import install
 from es_plugin.store.backend import ElasticsearchBackend, bulk_parts
 from es_plugin.store.writer import Action

@@ -14,12 +14,12 @@ from helpers import Interrupt, interrupt_after
 from zhtexts import articles, edit_chars, news_page, traditional, traditional_tw, with_attribution
 
 from es_plugin.commands.ingest import ingest, open_checkpoint
-from es_plugin.index.template import EsIndexError, install
+from es_plugin.errors import EsIndexError
+from es_plugin.index.template import install
 from es_plugin.store.groupcommit import DEFAULT_CONCURRENCY
-from scrapy_zhdedup.cli.inputs import BadRecordError
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.deduper import Deduper
-from scrapy_zhdedup.errors import LayoutMismatchError
+from scrapy_zhdedup.errors import BadRecordError, LayoutMismatchError
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.text.clean import TextCleaner
 

@@ -7,9 +7,9 @@ from datetime import datetime, timezone
 import pytest
 from elasticsearch import Elasticsearch
 
+from es_plugin.errors import EsIndexError
 from es_plugin.index.template import (
     TEMPLATE_VERSION,
-    EsIndexError,
     dedup_properties,
     ensure_layout,
     install,

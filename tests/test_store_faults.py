@@ -20,8 +20,8 @@ import zhtexts
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError
 from scrapy_zhdedup.cli.main import main as cli_main
+from scrapy_zhdedup.errors import StoreLockedError
 from scrapy_zhdedup.store.embedded import INDEX_FILE
-from scrapy_zhdedup.store.lock import StoreLockedError
 from scrapy_zhdedup.store.log import LOG_FILE, read_log
 from scrapy_zhdedup.store.meta import META_FILE
 

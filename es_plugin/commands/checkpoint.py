@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.store.files import atomic_write
+
+from ..errors import CheckpointError
 
 FORMAT = 2
 
@@ -40,10 +41,10 @@ class Checkpoint:
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
         except (OSError, ValueError) as exc:
-            raise ZhDedupError(f"{path}: unreadable checkpoint ({exc}); {way_out}") from exc
+            raise CheckpointError(f"{path}: unreadable checkpoint ({exc}); {way_out}") from exc
         if data.get("format") != FORMAT or data.get("identity") != identity:
-            raise ZhDedupError(f"{path}: checkpoint of another run ({data.get('identity')}, now {identity}); "
-                               f"{way_out}")
+            raise CheckpointError(f"{path}: checkpoint of another run ({data.get('identity')}, now {identity}); "
+                                  f"{way_out}")
         return cls(path, identity, {**start, **data.get("progress", {})})
 
     def save(self) -> None:
@@ -59,6 +60,6 @@ class Checkpoint:
         try:
             atomic_write(self.path, write)
         except OSError as exc:
-            raise ZhDedupError(f"{self.path}: cannot save the checkpoint ({exc.strerror or exc}); it keeps its "
-                               f"last save, where a rerun resumes") from exc
+            raise CheckpointError(f"{self.path}: cannot save the checkpoint ({exc.strerror or exc}); it keeps its "
+                                  f"last save, where a rerun resumes") from exc
         self.saved = dict(self.progress)

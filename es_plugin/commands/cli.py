@@ -27,11 +27,12 @@ from scrapy_zhdedup.config import (
     add_options,
     from_args,
 )
-from scrapy_zhdedup.errors import ConfigError, ZhDedupError
+from scrapy_zhdedup.errors import ConfigError
 from scrapy_zhdedup.explain import decided
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.workers import add_workers_option
 
+from ..errors import EsIndexError, EsRequestError
 from ..index.chinese import SearchText
 from ..store.groupcommit import DEFAULT_CONCURRENCY
 
@@ -138,9 +139,9 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
         except ApiError as exc:
             error = exc.body.get("error") if isinstance(exc.body, dict) else None
             reason = (error.get("reason") if isinstance(error, dict) else None) or exc.message
-            raise ZhDedupError(f"Elasticsearch at {redact(args.es_url)} answered {exc.meta.status}: {reason}") from exc
+            raise EsRequestError(f"Elasticsearch at {redact(args.es_url)} answered {exc.meta.status}: {reason}") from exc
         except TransportError as exc:
-            raise ZhDedupError(f"Elasticsearch at {redact(args.es_url)} failed: {exc}") from exc
+            raise EsRequestError(f"Elasticsearch at {redact(args.es_url)} failed: {exc}") from exc
 
     return run
 
@@ -408,7 +409,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     check_output(args.output, [])
     with _client(args) as client:
         if not client.indices.exists(index=args.es_index):
-            raise ZhDedupError(f"{args.es_index}: no such index")
+            raise EsIndexError(f"{args.es_index}: no such index")
         findings = from_index(client, args.es_index, args.es_text_field, max_clusters=args.max_clusters)
     print(write(findings, args.output, args.max_clusters), file=sys.stderr)
     return 0

@@ -41,7 +41,7 @@ from typing import Any
 from elasticsearch import BadRequestError, Elasticsearch
 
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, EmptyTextError
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.judge import judge
@@ -53,6 +53,7 @@ from scrapy_zhdedup.store.embedded import EmbeddedStore
 from scrapy_zhdedup.text.validate import check_id
 from scrapy_zhdedup.workers import PreparePool
 
+from ..errors import EsIndexError, WritesRejectedError
 from ..index.chinese import segment
 from ..index.template import dedup_properties, ensure_layout, read_meta, stored_features, template_body, zhdedup_fields
 from ..operations import drive
@@ -145,7 +146,7 @@ def dedup_index(client: Elasticsearch, index: str, dedup_cfg: DedupConfig, *, te
     if batch_size < 1:
         raise ConfigError("batch_size must be at least 1")
     if not client.indices.exists(index=index):
-        raise ZhDedupError(f"{index}: no such index")
+        raise EsIndexError(f"{index}: no such index")
     layout = BandLayout.from_config(dedup_cfg)
     if dry_run:
         if read_meta(client, index) is not None:
@@ -209,7 +210,7 @@ class _Run:
                     self.memory.load(meta, fingerprinter.passages(clean) if clean is not None else [])
                     self.clusters.count(meta["cluster"], meta["doc_id"])
                 except (KeyError, TypeError, ValueError) as exc:
-                    raise ZhDedupError(f"{self.index}: document {hit['_id']} has a damaged zhdedup object "
+                    raise EsIndexError(f"{self.index}: document {hit['_id']} has a damaged zhdedup object "
                                        f"({type(exc).__name__}: {exc})") from exc
             loaded += len(page)
         return loaded
@@ -264,8 +265,8 @@ class _Run:
             failed = drive(self.client, self.writer.write(actions)).failed
             if failed:
                 action, error = failed[0]
-                raise ZhDedupError(f"{self.index}: {len(failed)} of {len(actions)} updates failed, first: "
-                                   f"{action.id}: {describe(error)[1]}")
+                raise WritesRejectedError(f"{self.index}: {len(failed)} of {len(actions)} updates failed, first: "
+                                          f"{action.id}: {describe(error)[1]}")
         self.state.save()
 
 
@@ -278,7 +279,7 @@ def _prepare_mapping(client: Elasticsearch, index: str, layout: BandLayout) -> N
         try:  # _meta is replaced as a whole, so the index's own keys are sent back with ours
             client.indices.put_mapping(index=index, properties=dedup_properties(layout), meta={**meta, **ours})
         except BadRequestError as exc:
-            raise ZhDedupError(f"{index}: cannot add the zhdedup fields to its mapping ({exc.message}): "
+            raise EsIndexError(f"{index}: cannot add the zhdedup fields to its mapping ({exc.message}): "
                                f"{exc.info}") from exc
     ensure_layout(client, index, layout)
 

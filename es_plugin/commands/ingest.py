@@ -51,13 +51,14 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from es_plugin.store.backend import ElasticsearchBackend, Indexable, IndexJob, prepare_for_index
-from scrapy_zhdedup.cli.inputs import BadRecordError, html_files, open_input, read_page, read_records
+from scrapy_zhdedup.cli.inputs import html_files, open_input, read_page, read_records
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.errors import ConfigError, EmptyTextError, ZhDedupError
+from scrapy_zhdedup.errors import BadRecordError, ConfigError, EmptyTextError, InputError
 from scrapy_zhdedup.model import Verdict
 from scrapy_zhdedup.workers import PreparePool
 
-from ..client import EsUnavailableError, make_async_client
+from ..client import make_async_client
+from ..errors import CheckpointError, EsUnavailableError, IngestStopped
 from ..operations import adrive
 from ..store.deadletter import DEFAULT_NAME
 from ..store.groupcommit import DEFAULT_CONCURRENCY
@@ -88,10 +89,6 @@ class Item:
 
 
 Prepping = tuple[Item, Indexable | Exception]  # an item and what preparing it gave (PreparePool.map)
-
-
-class IngestStopped(ZhDedupError):
-    """Elasticsearch stopped taking documents; the checkpoint stays before the first one not acknowledged."""
 
 
 def open_checkpoint(directory: Path, index: str, source: Path, kind: str, restart: bool) -> Checkpoint:
@@ -171,14 +168,14 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
     kinds = []
     for source in inputs:
         if str(source) == "-":
-            raise ZhDedupError("es ingest resumes from checkpoints, so it reads inputs it can read again: save "
-                               "standard input to a file (a .gz file is fine) and ingest that")
+            raise InputError("es ingest resumes from checkpoints, so it reads inputs it can read again: save "
+                             "standard input to a file (a .gz file is fine) and ingest that")
         if source.is_dir():
             kinds.append("html")
         elif source.is_file():
             kinds.append("jsonl")
         else:
-            raise ZhDedupError(f"{source}: no such file or directory")
+            raise InputError(f"{source}: no such file or directory")
     # first, before the event loop, its threads and connections exist: the workers are forked
     opened = time.perf_counter()
     with PreparePool(dedup, prepare_for_index, workers, fork=True) as pool:
@@ -246,8 +243,8 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
         files = html_files(source)
         if at["position"] and (at["position"] > len(files)
                                  or files[at["position"] - 1].relative_to(source).as_posix() != at["last"]):
-            raise ZhDedupError(f"{source}: the directory changed since checkpoint {state.path} "
-                               f"(file {at['position']} is no longer {at['last']!r}); use --restart")
+            raise CheckpointError(f"{source}: the directory changed since checkpoint {state.path} "
+                                  f"(file {at['position']} is no longer {at['last']!r}); use --restart")
         items = reader.html_dir(source, files, at["position"])
     else:
         items = reader.jsonl(source, at["position"])

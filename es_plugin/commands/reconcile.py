@@ -24,11 +24,11 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
 from scrapy_zhdedup.model import rounded
 from scrapy_zhdedup.similarity.rule import NearRule
 
+from ..errors import WritesRejectedError
 from ..index.template import ensure_layout, stored_features
 from ..operations import drive
 from ..store.writer import Action, BulkWriter, describe
@@ -41,10 +41,6 @@ _FIELDS = ["zhdedup.fp", "zhdedup.sketch", "zhdedup.doc_id", "zhdedup.cluster", 
 _ORDER = [{"zhdedup.seen_at": {"order": "asc", "missing": "_last"}},
           {"zhdedup.doc_id": {"order": "asc", "missing": "_last"}},
           {"_shard_doc": "asc"}]
-
-
-class ReconcileError(ZhDedupError):
-    """Some updates or deletes were rejected by Elasticsearch."""
 
 
 def _scan(client: Elasticsearch, index: str, progress: Callable[[int], None] | None) -> Iterator[dict[str, Any]]:
@@ -141,6 +137,6 @@ def _send(client: Elasticsearch, writer: BulkWriter, actions: list[Action], appl
         failed = drive(client, writer.write(actions)).failed
         if failed:
             action, error = failed[0]
-            raise ReconcileError(f"reconcile: {len(failed)} of {len(actions)} changes were rejected, e.g. "
-                                 f"{action.id}: {describe(error)[1]}")
+            raise WritesRejectedError(f"reconcile: {len(failed)} of {len(actions)} changes were rejected, e.g. "
+                                      f"{action.id}: {describe(error)[1]}")
     actions.clear()

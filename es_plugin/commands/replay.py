@@ -26,9 +26,8 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch
 
-from scrapy_zhdedup.cli.inputs import BadRecordError
 from scrapy_zhdedup.config import DedupConfig, EsConfig
-from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.errors import BadRecordError, InputError
 from scrapy_zhdedup.workers import PreparePool
 
 from ..client import make_async_client
@@ -45,7 +44,7 @@ def replay(path: Path, dedup: DedupConfig, es: EsConfig, *, mode: str = "annotat
            html_field: str = "html") -> dict[str, Any]:
     """Replay the dead letters of ``es.es_index`` in ``path``; returns counts (``failed``: refused again)."""
     if not path.is_file():
-        raise ZhDedupError(f"{path}: no such dead-letter file")
+        raise InputError(f"{path}: no such dead-letter file")
     return asyncio.run(_replay(path.absolute(), dedup, es, mode, text_field, html_field))
 
 

@@ -43,6 +43,7 @@ from elasticsearch import ApiError, Elasticsearch
 
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 
+from ..errors import EsIndexError, EsRequestError
 from ..index.chinese import DEFAULT_SEARCH, SearchText
 from .pointintime import PointInTime
 
@@ -189,10 +190,10 @@ def _doc(hit: dict[str, Any]) -> dict[str, Any]:
 def _search_error(exc: ApiError, index: str) -> ZhDedupError:
     reason = _root_reason(exc)
     if "Result window is too large" in reason:
-        return ZhDedupError(f"{index}: page out of range ({reason}); use iter_folded / --all to walk every group")
+        return ConfigError(f"{index}: page out of range ({reason}); use iter_folded / --all to walk every group")
     if exc.status_code == 404:
-        return ZhDedupError(f"{index}: no such index")
-    return ZhDedupError(f"{index}: search failed ({exc.status_code}): {reason}")
+        return EsIndexError(f"{index}: no such index")
+    return EsRequestError(f"{index}: search failed ({exc.status_code}): {reason}")
 
 
 def _root_reason(exc: ApiError) -> str:

@@ -30,15 +30,12 @@ from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.model import Features, Sketch, Verdict
 from scrapy_zhdedup.similarity.sketch import features_of
 
+from ..errors import EsIndexError
 from ..operations import Steps, adrive, drive
 from .chinese import DEFAULT_SEARCH, SearchText
 
 TEMPLATE_VERSION = 4  # 4: directed verdicts (contained, reason); 3: MinHash sketch and its keys; 2: Chinese search
 PRIORITY = 500  # above the usual catch-all templates, so ours is the one applied to the index
-
-
-class EsIndexError(ZhDedupError):
-    """The index exists but cannot be used: not created by scrapy-zhdedup, or its ``zhdedup`` mapping conflicts."""
 
 
 def template_name(index: str) -> str:

@@ -51,7 +51,7 @@ from scrapy.crawler import Crawler
 from scrapy.settings import SETTINGS_PRIORITIES
 
 from scrapy_zhdedup.config import DedupConfig, EsConfig, PipelineConfig, from_settings
-from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError, StoreUnavailableError, ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, InvalidDocumentError
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.judge import judge
 from scrapy_zhdedup.model import Features, Match, Prepared, Verdict, verdict_for
@@ -62,15 +62,16 @@ from scrapy_zhdedup.store.meta import fingerprint_settings
 from scrapy_zhdedup.text.clean import decode_html
 from scrapy_zhdedup.workers import PreparePool, TurnBatcher, prepare_job, prepared_by
 
-from ..client import EsUnavailableError, acheck_reachable, make_async_client, redact
+from ..client import acheck_reachable, make_async_client, redact
+from ..errors import BulkInterruptedError, DeadLetterError, LookupFailedError, LookupItemError
 from ..index.chinese import SearchText, segment
 from ..index.template import ainstall, zhdedup_fields
 from ..operations import adrive
 from .buffer import BulkBuffer, PendingBatch
-from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
+from .deadletter import DEFAULT_NAME, DeadLetters
 from .groupcommit import Entry, LookupWindow
 from .journal import Journal, orphans
-from .lookups import EsAnswers, EsLookups, LookupItemError, query_features, repeat_id
+from .lookups import EsAnswers, EsLookups, query_features, repeat_id
 from .retry import RetryPolicy
 from .stats import EsStats
 from .writer import Action, BulkWriter
@@ -83,8 +84,6 @@ SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
 MAX_LOOKUP_BATCH = 200  # items judged with one mget and one _msearch by the pipeline
 BULK_PARTS = 2  # requests a sealed batch is written in, at once (elasticsearch-py's parallel_bulk sends 500s)
 MIN_BULK_PART = 250  # actions: a smaller batch goes in one request
-
-__all__ = ["ElasticsearchBackend", "EsUnavailableError", "LookupFailedError"]
 
 IndexJob = tuple[str, str | None, str | bytes | None, bool]  # doc_id, text, html, whether to segment it for search
 Indexable = tuple[Prepared, str | None]  # the document prepared, and its words for search (chinese.segment)
@@ -134,10 +133,6 @@ class _Answers(EsAnswers):
         return super().previous(doc_id) or own
 
 
-class LookupFailedError(EsUnavailableError, StoreUnavailableError):
-    """An item's lookups failed past the retries: it was written to the dead-letter file, not judged."""
-
-
 def _require_asyncio_reactor() -> None:
     """This backend runs on asyncio; under Scrapy that needs Twisted's asyncio reactor."""
     if "twisted.internet.reactor" not in sys.modules:
@@ -146,7 +141,7 @@ def _require_asyncio_reactor() -> None:
     from twisted.internet.asyncioreactor import AsyncioSelectorReactor
 
     if not isinstance(reactor, AsyncioSelectorReactor):
-        raise ZhDedupError(
+        raise ConfigError(
             f"ZHDEDUP_BACKEND = 'elasticsearch' needs Twisted's asyncio reactor, but "
             f"{type(reactor).__module__}.{type(reactor).__name__} is installed: set "
             f'TWISTED_REACTOR = "{ASYNCIO_REACTOR}" in the Scrapy settings'
@@ -375,7 +370,7 @@ class ElasticsearchBackend:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ZhDedupError("the Elasticsearch backend is closed")
+            raise RuntimeError("the Elasticsearch backend is closed")
         self.buffer.raise_if_failed()
 
     @staticmethod
@@ -513,7 +508,7 @@ class ElasticsearchBackend:
             for part, result in zip(parts, results):
                 if isinstance(result, BaseException):  # a bug here must not leave documents unwritten and unreported
                     logger.error("zhdedup: unexpected error writing a bulk batch", exc_info=result)
-                    self._dead(part, "bulk", result if isinstance(result, Exception) else ZhDedupError(repr(result)))
+                    self._dead(part, "bulk", result if isinstance(result, Exception) else BulkInterruptedError(repr(result)))
                     continue
                 self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, "bulk", error)
                                          for a, error in result.failed])

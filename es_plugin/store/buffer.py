@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from scrapy_zhdedup.errors import ZhDedupError
+from scrapy_zhdedup.errors import StoreFailedError, ZhDedupError
 from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
 from scrapy_zhdedup.model import Features, Match
 from scrapy_zhdedup.similarity.rule import NearRule
@@ -177,7 +177,7 @@ class BulkBuffer:
         """Raise the writer's error, with how many judged documents it leaves unwritten."""
         if self._failure is not None:
             unwritten = sum(len(batch.actions) for batch in self._sealed) + len(self.open.actions)
-            kind = type(self._failure) if isinstance(self._failure, ZhDedupError) else ZhDedupError
+            kind = type(self._failure) if isinstance(self._failure, ZhDedupError) else StoreFailedError
             raise kind(f"{self._failure}; {unwritten} more judged document(s) not stored") from self._failure
 
     def start(self) -> None:

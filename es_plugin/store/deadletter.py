@@ -23,9 +23,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from scrapy_zhdedup.errors import StoreFailedError
 from scrapy_zhdedup.store.files import atomic_write
 
+from ..errors import DeadLetterError
 from .retry import retryable
 from .stats import EsStats
 from .writer import Action, describe
@@ -34,10 +34,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_NAME = "zhdedup-dead-letter.jsonl"
 STAT = "zhdedup/dead_letter"  # items and documents not judged or not stored, all in the dead-letter file
-
-
-class DeadLetterError(StoreFailedError):
-    """The dead-letter file cannot be written: documents would be lost, so the run must stop."""
 
 
 @contextmanager

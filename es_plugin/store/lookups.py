@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.model import Features, Match, Prepared, Verdict
 from scrapy_zhdedup.similarity.passages import votes_needed
 from scrapy_zhdedup.similarity.rule import NearRule, closest
 
+from ..errors import LookupItemError
 from ..index.template import sketch_terms, stored_sketch
 from ..operations import Call, Steps
 from .buffer import BulkBuffer
@@ -206,14 +206,6 @@ def _shared_keys(keys: list[str], hit: dict[str, Any]) -> int:
 
 def _msearch(searches: list[dict[str, Any]]) -> Call:
     return lambda client: client.msearch(searches=searches)
-
-
-class LookupItemError(ZhDedupError):
-    """One lookup of an ``mget``/``_msearch`` failed while the request succeeded."""
-
-    def __init__(self, error: Any, status: int | None = None) -> None:
-        super().__init__(f"Elasticsearch lookup failed ({status or ''} {error})")
-        self.status = status
 
 
 @dataclass

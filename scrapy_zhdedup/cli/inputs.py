@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import EmptyTextError, InvalidDocumentError, ZhDedupError
+from ..errors import BadRecordError, InputError, InvalidDocumentError
 from ..text.clean import decode_html
 from ..text.validate import check_id, check_unicode
 
@@ -32,31 +32,6 @@ logger = logging.getLogger(__name__)
 STDIN = "-"
 HTML_SUFFIXES = (".html", ".htm", ".shtml", ".xhtml")
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
-
-
-class InputError(ZhDedupError):
-    """An input that cannot be read on (a truncated or damaged ``.gz``, a read error): the command stops."""
-
-    def __init__(self, path: str, line: int, exc: BaseException) -> None:
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        damaged = " (a truncated or damaged .gz file?)" if path.endswith(".gz") else ""
-        super().__init__(f"{path}: cannot read past line {line}: {reason}{damaged}")
-
-
-class BadRecordError(ZhDedupError, ValueError):
-    def __init__(self, path: str, line: int, reason: str) -> None:
-        super().__init__(f"{path}:{line}: {reason}")
-        self.path, self.line, self.reason = path, line, reason
-
-    @classmethod
-    def unjudged(cls, path: str, line: int, exc: Exception) -> BadRecordError:
-        """A record read well whose document could not be judged (``scan`` and ``es ingest`` say it alike)."""
-        what = "no text to judge" if isinstance(exc, EmptyTextError) else "cannot be judged"
-        return cls(path, line, f"{what} ({exc})")
-
-    def __reduce__(self) -> tuple[type[BadRecordError], tuple[str, int, str]]:
-        """Picklable, so it can travel through the worker processes in its line's place."""
-        return type(self), (self.path, self.line, self.reason)
 
 
 @dataclass(frozen=True)
@@ -116,7 +91,7 @@ def _lines(fh: IO[str], path: str) -> Iterator[tuple[int, str]]:
         except StopIteration:
             return
         except (EOFError, OSError, zlib.error) as exc:
-            raise InputError(path, number, exc) from None
+            raise InputError.unreadable(path, number, exc) from None
         number += 1
         yield number, raw
 

@@ -10,7 +10,7 @@ import os
 import sys
 
 from .. import __version__
-from ..errors import ZhDedupError
+from ..errors import ConfigError, ZhDedupError
 from . import report, scan
 
 logger = logging.getLogger(__name__)
@@ -66,8 +66,8 @@ def _mount_es(sub: argparse._SubParsersAction) -> None:
     es.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
     def unavailable(args: argparse.Namespace) -> int:
-        raise ZhDedupError(f"zhdedup es needs the Elasticsearch client ({missing} is not installed): "
-                           f"pip install 'scrapy-zhdedup[es]'")
+        raise ConfigError(f"zhdedup es needs the Elasticsearch client ({missing} is not installed): "
+                          f"pip install 'scrapy-zhdedup[es]'")
 
     es.set_defaults(func=unavailable)
 

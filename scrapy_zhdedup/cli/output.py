@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from ..errors import ZhDedupError
+from ..errors import OutputError
 
 STDOUT = "-"
 
@@ -31,7 +31,7 @@ def check_output(output: str | None, inputs: Iterable[str | Path]) -> None:
         return
     out = Path(output)
     if not out.parent.is_dir():
-        raise ZhDedupError(f"{output}: no such directory {out.parent}; create it first or choose another -o")
+        raise OutputError(f"{output}: no such directory {out.parent}; create it first or choose another -o")
     for source in inputs:
         if str(source) == "-":
             continue
@@ -39,7 +39,7 @@ def check_output(output: str | None, inputs: Iterable[str | Path]) -> None:
         if not same and out.exists() and Path(source).exists():
             same = os.path.samefile(out, source)
         if same:
-            raise ZhDedupError(f"the output {output} is the input {source}: choose another -o, the input would be lost")
+            raise OutputError(f"the output {output} is the input {source}: choose another -o, the input would be lost")
 
 
 class AtomicOutput:
@@ -72,11 +72,11 @@ class AtomicOutput:
         except OSError as exc:
             raise self._failed(exc) from exc
 
-    def _failed(self, exc: OSError) -> ZhDedupError:
+    def _failed(self, exc: OSError) -> OutputError:
         if self.path is None:
-            return ZhDedupError(f"cannot write to standard output ({exc.strerror or exc}); it is incomplete")
+            return OutputError(f"cannot write to standard output ({exc.strerror or exc}); it is incomplete")
         kept = "is left as it was" if self._tmp is not None else "is incomplete"
-        return ZhDedupError(f"{self.path}: cannot write the output ({exc.strerror or exc}); it {kept}")
+        return OutputError(f"{self.path}: cannot write the output ({exc.strerror or exc}); it {kept}")
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

@@ -117,8 +117,9 @@ class ZhDedupPipeline:
 
     async def open_spider(self, spider: Spider | None = None) -> None:
         try:
-            if self.problem is not None or self.backend is None:
-                raise self.problem or ZhDedupError("no backend")
+            if self.problem is not None:
+                raise self.problem
+            assert self.backend is not None  # built, or the problem says why not
             await self.backend.open()
             self.ledger = self._open_ledger()
         except ZhDedupError as exc:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..cli.inputs import STDIN, input_name, open_input, read_pages
 from ..config import DedupConfig
-from ..errors import EmptyTextError, InvalidDocumentError, ZhDedupError
+from ..errors import EmptyTextError, InputError, InvalidDocumentError
 from ..text.clean import TextCleaner
 
 
@@ -120,7 +120,7 @@ def from_scan(verdicts: Path, source: str, fields: Fields = Fields(), *, max_clu
                 try:
                     docs.append(Doc.of(json.loads(line)))
                 except (ValueError, TypeError, AttributeError) as exc:
-                    raise ZhDedupError(f"{verdicts}:{number}: not a zhdedup scan verdict ({exc})") from None
+                    raise InputError(f"{verdicts}:{number}: not a zhdedup scan verdict ({exc})") from None
     findings = Findings(f"zhdedup scan: {verdicts} (texts: {input_name(source)})", docs)
     return with_texts(findings, source, fields, max_clusters, config)
 
@@ -131,7 +131,7 @@ def from_store(directory: Path, items: str | None, fields: Fields, *, max_cluste
     from ..store.meta import FINGERPRINT_SETTINGS, META_FILE
 
     if not (directory / META_FILE).is_file():
-        raise ZhDedupError(f"{directory}: not a scrapy-zhdedup store (no {META_FILE})")
+        raise InputError(f"{directory}: not a scrapy-zhdedup store (no {META_FILE})")
     try:  # opened with the settings it was built with (a damaged file: the store's own error, at open)
         recorded = json.loads((directory / META_FILE).read_text(encoding="utf-8"))["fingerprint"]
         config = DedupConfig(**{k: recorded[k] for k in FINGERPRINT_SETTINGS if k in recorded})

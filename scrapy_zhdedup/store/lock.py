@@ -11,17 +11,9 @@ import fcntl
 import os
 from pathlib import Path
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreLockedError
 
 LOCK_FILE = "lock"
-
-
-class StoreLockedError(StoreError):
-    """Another writer (this process or another) holds the store directory."""
-
-    def __init__(self, directory: Path, holder: str) -> None:
-        super().__init__(directory, f"the store is in use by another writer (pid {holder})",
-                         hint="Wait for that run to finish, or point ZHDEDUP_STORE_DIR / --store elsewhere.")
 
 
 class DirectoryLock:
