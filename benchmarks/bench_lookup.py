@@ -107,8 +107,10 @@ def _timed_queries(queries: list[Any], lookup_insert: Any) -> float:
 
 
 def worker_ours(fps: np.ndarray, blocks: int, n_queries: int, seed: int) -> dict[str, Any]:
+    from benchmarks.store_bytes import band_index_bytes
     from scrapy_zhdedup.index.bandindex import BandIndex
     from scrapy_zhdedup.index.bands import BandLayout
+    from scrapy_zhdedup.similarity.simhash import hamming
 
     layout = BandLayout(k=3, blocks=blocks)
     rng = np.random.default_rng(seed + 1)
@@ -121,10 +123,10 @@ def worker_ours(fps: np.ndarray, blocks: int, n_queries: int, seed: int) -> dict
     for fp in values:
         index.add(fp)
     build = time.perf_counter() - t0
-    index.compact()  # the state a saved and reloaded store is in
+    index._table.compact()  # the state a saved and reloaded store is in
     gc.collect()
     mem = common.rss_bytes() - rss0
-    nbytes = index.nbytes()
+    nbytes = band_index_bytes(index)
     # Candidates a new document meets: rows sharing a table key with it, counted the way the
     # index would return them (each stored table key matching), computed outside the timing.
     keys = layout.table_keys_array(fps)
@@ -137,8 +139,9 @@ def worker_ours(fps: np.ndarray, blocks: int, n_queries: int, seed: int) -> dict
     found = 0
 
     def lookup_insert(_: int, fp: int) -> None:
+        """Whether a candidate is within k bits (what the band index answers), then the insert."""
         nonlocal found
-        found += index.nearest(fp) is not None
+        found += min((hamming(index.fingerprint(row), fp) for row in set(index.candidates(fp))), default=64) <= 3
         index.add(fp)
 
     seconds = _timed_queries(queries, lookup_insert)
@@ -221,6 +224,7 @@ def worker_minhash(mhs: np.ndarray, n_queries: int, seed: int) -> dict[str, Any]
 
 
 def worker_bloom(n: int, initial_capacity: int, n_queries: int) -> dict[str, Any]:
+    from benchmarks.store_bytes import bloom_bytes
     from scrapy_zhdedup.store.bloom import ExactFilter
 
     def digest(i: int) -> str:
@@ -236,7 +240,7 @@ def worker_bloom(n: int, initial_capacity: int, n_queries: int) -> dict[str, Any
     build = time.perf_counter() - t0
     gc.collect()
     mem = common.rss_bytes() - rss0
-    nbytes = bloom.nbytes()  # before the timed inserts, which may make a scalable filter grow
+    nbytes = bloom_bytes(bloom)  # before the timed inserts, which may make a scalable filter grow
     false_positives = 0
 
     def lookup_insert(_: int, h: str) -> None:

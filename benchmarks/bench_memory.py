@@ -16,7 +16,7 @@ Memory of a run is that of its whole process tree (the main process, the worker 
 multiprocessing's resource tracker), sampled from ``/proc`` every 50 ms: the largest sum of RSS
 seen at one moment, and the sum of every process's own peak (``VmHWM``, an upper bound of the
 tree's peak); the main process's exact peak comes from ``wait4``.  Then the store's size on disk
-and its bytes per document by part (``EmbeddedStore.nbytes()``).  Writes
+and its bytes per document by part (benchmarks/store_bytes.py).  Writes
 ``benchmarks/results/memory.json`` (``memory-<docs>.json`` at another size).
 """
 
@@ -41,6 +41,7 @@ from typing import IO, Any
 from benchmarks import common
 from benchmarks.bench_pipeline import zhdedup_command
 from benchmarks.corpus import DEFAULT_SEED, wrap_html
+from benchmarks.store_bytes import store_bytes
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 
@@ -233,7 +234,7 @@ def store_figures(store_dir: Path) -> dict[str, Any]:
     deduper = Deduper.open(DedupConfig(), store_dir)
     try:
         loaded = common.rss_bytes() - before
-        parts, rows, judged = deduper.store.nbytes(), len(deduper.store), deduper.store.judged
+        parts, rows, judged = store_bytes(deduper.store), len(deduper.store), deduper.store.judged
     finally:
         deduper.close()
     return {"on_disk_bytes": on_disk, "rows": rows, "judged": judged, "rss_to_load_bytes": loaded,

@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 
 from benchmarks import common
 from benchmarks.corpus import DEFAULT_SEED, build_scan_file
+from benchmarks.store_bytes import store_bytes
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import EmptyTextError
@@ -92,7 +93,7 @@ def run_ours(docs: Sequence[Doc], checkpoints: list[tuple[int, int, float]] | No
             counts["empty"] += 1
         if checkpoints is not None and i % every == 0:
             checkpoints.append((i, common.rss_bytes(), time.perf_counter() - started))
-    for part, size in deduper.store.nbytes().items():
+    for part, size in store_bytes(deduper.store).items():
         counts[f"store_{part}"] = size
     return counts
 

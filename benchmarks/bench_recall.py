@@ -56,6 +56,7 @@ from benchmarks.bench_accuracy import minhash_lsh, simhash_jieba
 from benchmarks.corpus import Record
 from benchmarks.exact_overlaps import ExactOverlaps
 from benchmarks.recall_sets import Doc
+from benchmarks.store_bytes import store_bytes
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.errors import EmptyTextError
 from scrapy_zhdedup.similarity.sketch import shingle_hashes
@@ -109,9 +110,11 @@ class Ours:
                     yield None
                     continue
                 yield verdict.dup_of
-        deduper.store._near.compact()  # merge the insertion buffers, as a long-running store does
+        near = deduper.store._near
+        for table in (near.bands._table, near.sketch_keys, near.passages):
+            table.compact()  # merge the insertion buffers, as a long-running store does
         n = max(1, len(deduper.store))
-        self.bytes_per_doc = {part: size / n for part, size in deduper.store.nbytes().items() if part != "bloom"}
+        self.bytes_per_doc = {part: size / n for part, size in store_bytes(deduper.store).items() if part != "bloom"}
 
 
 DEFAULTS = "zhdedup scan defaults"

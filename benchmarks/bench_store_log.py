@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import common
+from benchmarks.store_bytes import store_bytes
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.store.bloom import ExactFilter
@@ -91,7 +92,7 @@ def bench_load(n: int, directory: Path) -> dict[str, float]:
     started = time.perf_counter()
     again = EmbeddedStore.open(CandidateKeys(BandLayout(k=3)), directory)
     opened = time.perf_counter() - started
-    parts = again.nbytes()
+    parts = store_bytes(again)
     started = time.perf_counter()
     bloom = ExactFilter()
     for h in hashes:

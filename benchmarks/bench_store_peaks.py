@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import common
+from benchmarks.store_bytes import store_bytes
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.index import multimap, nearindex
@@ -126,7 +127,7 @@ def fill(directory: Path, n_docs: int, peaks: Peaks) -> dict[str, Any]:
             s.add(f"doc-{base + i:08d}-0123456789", hashes[i].tobytes().hex(),
                   features_of(fps[i], [], Sketch(values[i].copy(), shingles[i])))
     figures = {"add_s": round(time.perf_counter() - started, 1), "start_rss": start_rss,
-               "before_close_rss": _status("VmRSS"), "nbytes": s.nbytes()}
+               "before_close_rss": _status("VmRSS"), "nbytes": store_bytes(s)}
     deduper.close()
     return figures
 
@@ -149,7 +150,7 @@ def run(n_docs: int) -> tuple[dict[str, Any], list[str]]:
                                 "after docs"], rows)
     totals = [["RSS at start (interpreter, numpy, the engine)", mib(figures["start_rss"])],
               [f"RSS after {n_docs:,} documents, before the final save", mib(figures["before_close_rss"])],
-              ["EmbeddedStore.nbytes() then (pending entries at 100 B)", mib(sum(figures["nbytes"].values()))],
+              ["store_bytes() then (pending entries at 100 B)", mib(sum(figures["nbytes"].values()))],
               ["peak RSS of the whole run", mib(peaks.overall)],
               ["RSS once that store is closed and dropped", mib(closed_rss)],
               ["RSS after reopening it", mib(after_load)]]

@@ -101,7 +101,7 @@ def test_layouts_whose_keys_do_not_fit_64_bits_are_refused_up_front(k: int, bloc
     with pytest.raises(ValueError, match="64"):
         index = BandIndex(BandLayout(k=k, blocks=blocks))
         index.add(2**64 - 1)
-        index.nearest(2**64 - 1)
+        index.candidates(2**64 - 1)
 
 
 def test_to_dict_from_dict_round_trip() -> None:

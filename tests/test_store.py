@@ -18,7 +18,7 @@ import pytest
 import zhtexts
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError, StoreFailedError
-from scrapy_zhdedup.index.bandindex import BandIndex, Hit
+from scrapy_zhdedup.index.bandindex import BandIndex
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.multimap import KeyTable
 from scrapy_zhdedup.index.nearindex import CandidateKeys
@@ -41,60 +41,55 @@ def _flip(fp: int, bits: list[int]) -> int:
     return fp
 
 
-def _brute_nearest(fps: np.ndarray, fp: int, k: int) -> Hit | None:
-    dist = np.bitwise_count(fps ^ np.uint64(fp))
-    best = int(np.argmin(dist))
-    return Hit(best, int(dist[best])) if dist[best] <= k else None
+def _within(index: BandIndex, fp: int, k: int) -> list[int]:
+    """The candidates of ``fp`` within ``k`` bits, oldest first (the band keys may name a few beyond)."""
+    return sorted(row for row in set(index.candidates(fp)) if hamming(index.fingerprint(row), fp) <= k)
 
 
 # --- BandIndex ----------------------------------------------------------------------------------
 
 
-def test_nearest_finds_the_closest_within_k() -> None:
+def test_candidates_name_every_row_within_k() -> None:
     index = BandIndex(BandLayout(k=3))
     base = 0x9E3779B97F4A7C15
-    assert index.nearest(base) is None  # empty index
+    assert index.candidates(base) == []  # empty index
     assert index.add(_flip(base, [1, 20, 40])) == 0
     assert index.add(_flip(base, [5])) == 1
     assert index.add(_flip(base, [2, 33, 50, 60])) == 2  # distance 4: beyond k
-    assert index.nearest(base) == Hit(1, 1)
-    assert index.nearest(_flip(base, [1, 20, 40])) == Hit(0, 0)
-    assert index.nearest(_flip(base, [2, 33, 50, 60])) == Hit(2, 0)
-    assert index.nearest(_flip(base, [5, 6, 7, 8, 9])) is None  # 4 from row 1, more from the rest
+    assert _within(index, base, 3) == [0, 1]
+    assert _within(index, _flip(base, [2, 33, 50, 60]), 3) == [2]
+    assert _within(index, _flip(base, [5, 6, 7, 8, 9]), 3) == []  # 4 from row 1, more from the rest
     assert len(index) == 3 and index.fingerprint(1) == _flip(base, [5])
 
 
-def test_nearest_returns_none_beyond_k() -> None:
+def test_candidates_reach_exactly_k_bits() -> None:
     rng = random.Random(11)
     for k in (0, 1, 3, 6):
         index = BandIndex(BandLayout(k=k))
         fp = rng.getrandbits(64)
         index.add(fp)
-        assert index.nearest(_flip(fp, rng.sample(range(64), k))) == Hit(0, k)
-        assert index.nearest(_flip(fp, rng.sample(range(64), k + 1))) is None
+        assert set(index.candidates(_flip(fp, rng.sample(range(64), k)))) == {0}
 
 
-def test_ties_go_to_the_oldest_row() -> None:
+def test_identical_rows_are_all_candidates() -> None:
     index = BandIndex(BandLayout(k=3))
     base = 0x0123456789ABCDEF
-    index.add(_flip(base, [3, 9]))
-    index.add(_flip(base, [17, 44]))
-    index.add(base ^ 0)
-    index.add(base)
-    assert index.nearest(_flip(base, [3, 9, 17, 44])) == Hit(0, 2)
-    assert index.nearest(base) == Hit(2, 0)  # two identical rows: the first
+    for fp in (_flip(base, [3, 9]), _flip(base, [17, 44]), base, base):
+        index.add(fp)
+    assert _within(index, _flip(base, [3, 9, 17, 44]), 3) == [0, 1]  # both 2 bits away
+    assert _within(index, base, 0) == [2, 3]
 
 
-def test_nearest_agrees_with_brute_force_on_many_rows() -> None:
+def test_candidates_agree_with_brute_force_on_many_rows() -> None:
     rng = np.random.default_rng(5)
     fps = rng.integers(0, 2**64, size=20_000, dtype=np.uint64, endpoint=False)
-    layout = BandLayout(k=3)
-    index = BandIndex.from_fingerprints(layout, fps)
+    index = BandIndex.from_fingerprints(BandLayout(k=3), fps)
     prng = random.Random(5)
     for _ in range(300):
         row = prng.randrange(len(fps))
         query = _flip(int(fps[row]), prng.sample(range(64), prng.randint(0, 5)))
-        assert index.nearest(query) == _brute_nearest(fps, query, 3)
+        brute = np.flatnonzero(np.bitwise_count(fps ^ np.uint64(query)) <= 3).tolist()
+        assert _within(index, query, 3) == brute
 
 
 def test_bulk_build_equals_incremental_build() -> None:
@@ -109,20 +104,9 @@ def test_bulk_build_equals_incremental_build() -> None:
     assert np.array_equal(bulk.fingerprints(), incremental.fingerprints())
     assert len(bulk) == len(incremental) == len(fps)
     for fp in fps[::7] + [_flip(fp, [0, 63]) for fp in fps[:500]] + [rng.getrandbits(64) for _ in range(300)]:
-        assert bulk.nearest(fp) == incremental.nearest(fp)
+        assert sorted(bulk.candidates(fp)) == sorted(incremental.candidates(fp))
     # both keep accepting rows after the build
     assert bulk.add(fps[0]) == incremental.add(fps[0]) == len(fps)
-
-
-def test_closest_limits_to_the_given_rows_and_distance() -> None:
-    index = BandIndex(BandLayout(k=3))
-    base = 2**64 - 1
-    for bits in ([], [1, 2, 3, 4, 5, 6], [10, 11]):
-        index.add(_flip(base, bits))
-    assert index.closest([1, 2], base, 12) == Hit(2, 2)
-    assert index.closest([1], base, 12) == Hit(1, 6)
-    assert index.closest([1], base, 5) is None
-    assert index.closest([], base, 64) is None
 
 
 # --- KeyTable ----------------------------------------------------------------------------------
@@ -340,7 +324,8 @@ def test_simhash_bands_switched_on_for_a_store_built_without_them(tmp_path: Path
     store = EmbeddedStore.open(CandidateKeys(layout), tmp_path)
     store.add("a", content_hash("a"), stored)
     assert store.find_near(query) is None
-    assert store.nbytes()["band_index"] == 8  # the fingerprint only
+    with pytest.raises(ValueError, match="no band keys"):  # the fingerprints only
+        store._near.bands.candidates(query.fingerprint)
     store.close()
     store = EmbeddedStore.open(CandidateKeys(layout, simhash_bands=True), tmp_path)
     match = store.find_near(query)

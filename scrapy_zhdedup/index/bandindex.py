@@ -1,4 +1,5 @@
-"""Near-duplicate index over 64-bit fingerprints: band keys for candidates, popcount to verify.
+"""SimHash band index over 64-bit fingerprints: the rows sharing a band key with a fingerprint (every row
+within ``k`` bits, and a few beyond), and each row's fingerprint (the distance a verdict reports).
 
 Never pairwise: a lookup touches only the rows that share a band key with the query.
 All band tables live in one :class:`KeyTable` (keys prefixed by table number), so a lookup
@@ -8,17 +9,11 @@ is two vectorised binary searches whatever the number of tables.
 from __future__ import annotations
 
 from array import array
-from typing import NamedTuple
 
 import numpy as np
 
 from .bands import BandLayout
 from .multimap import KeyTable
-
-
-class Hit(NamedTuple):
-    row: int
-    distance: int
 
 
 class BandIndex:
@@ -57,32 +52,6 @@ class BandIndex:
             raise ValueError("this band index keeps no band keys (keyed=False)")
         return self._table.get_many(self.layout.table_keys(fp))
 
-    def distances(self, rows: list[int], fp: int) -> tuple[np.ndarray, np.ndarray]:
-        """``rows`` sorted without repeats, and the Hamming distance of each to ``fp``."""
-        rows_arr = np.unique(np.array(rows, dtype=np.int64))
-        view = np.frombuffer(self._fps, dtype=np.uint64)
-        dist = np.bitwise_count(view[rows_arr] ^ np.uint64(fp))
-        del view  # a live buffer view would forbid appending to the array
-        return rows_arr, dist
-
-    def nearest(self, fp: int) -> Hit | None:
-        """Closest indexed fingerprint within ``k`` found through the band keys."""
-        return self.closest(self.candidates(fp), fp, self.layout.k)
-
-    def closest(self, rows: list[int], fp: int, max_distance: int) -> Hit | None:
-        """Closest of ``rows`` to ``fp`` within ``max_distance``; ties go to the oldest row."""
-        if not rows:
-            return None
-        rows_arr, dist = self.distances(rows, fp)
-        ok = np.flatnonzero(dist <= max_distance)
-        if not len(ok):
-            return None
-        best = ok[np.argmin(dist[ok])]  # argmin takes the first minimum: the oldest row
-        return Hit(int(rows_arr[best]), int(dist[best]))
-
-    def compact(self) -> None:
-        self._table.compact()
-
     @classmethod
     def from_fingerprints(cls, layout: BandLayout, fps: np.ndarray, keyed: bool = True,
                           rows_keyed: np.ndarray | None = None) -> BandIndex:
@@ -101,5 +70,3 @@ class BandIndex:
         index._table = KeyTable.build(keys.ravel().astype(cls._key_dtype(layout)), rows)
         return index
 
-    def nbytes(self) -> int:
-        return self._fps.itemsize * len(self._fps) + self._table.nbytes()

@@ -19,7 +19,6 @@ import numpy as np
 
 _MIN_PENDING = 4096
 _PENDING_SHARE = 32  # merge when pending entries exceed 1/32 of the table: ~3 bytes per entry at most
-_PENDING_ENTRY_BYTES = 100  # dict slot + list + int objects, measured with tracemalloc
 
 
 class KeyTable:
@@ -113,5 +112,3 @@ class KeyTable:
         table._keys, table._rows = keys, rows
         return table
 
-    def nbytes(self) -> int:
-        return self._keys.nbytes + self._rows.nbytes + self._pending_count * _PENDING_ENTRY_BYTES

@@ -116,11 +116,6 @@ class NearIndex:
         return [Hit(rows[a.position], a.distance, a.similarity, a.contained, a.reason)
                 for a in self.rule.accept(features, values, shingles, fingerprints)]
 
-    def compact(self) -> None:
-        self.bands.compact()
-        self.sketch_keys.compact()
-        self.passages.compact()
-
     def arrays(self) -> dict[str, np.ndarray]:
         """What a snapshot saves to rebuild the index (:meth:`from_arrays`); the sketches are views of the
         live arrays (no copy), to be dropped before the index grows again (an array exporting its buffer
@@ -154,6 +149,3 @@ class NearIndex:
         index._shingles.frombytes(np.ascontiguousarray(data["shingles"], dtype=np.uint32).view(np.uint8).data)
         return index
 
-    def nbytes(self) -> dict[str, int]:
-        return {"band_index": self.bands.nbytes(), "sketches": 2 * len(self._values) + 4 * len(self._shingles),
-                "sketch_keys": self.sketch_keys.nbytes(), "passage_index": self.passages.nbytes()}

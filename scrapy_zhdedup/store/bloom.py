@@ -36,9 +36,6 @@ class ExactFilter:
         """Add; True if it was (probably) there already."""
         return bool(self._bloom.add(content_hash))
 
-    def nbytes(self) -> int:
-        return sum(len(f.bitarray) // 8 for f in self._bloom.filters)
-
     def to_bytes(self) -> bytes:
         payload = io.BytesIO()
         self._bloom.tofile(payload)

@@ -231,23 +231,6 @@ class EmbeddedStore:
         self._entry_reason.append(record.reason)
         self._id_table.add_many([_id_key(record.doc_id)], record.entry)
 
-    def nbytes(self) -> dict[str, int]:
-        """Memory by part, for the README's bytes-per-document figures."""
-        ids = sum(len(i.encode()) + 49 for i in self._ids) + 8 * len(self._ids)  # str objects + list slots
-        verdicts = (len(self._entry_hashes) + sum(a.itemsize * len(a) for a in (
-            self._entry_rows, self._entry_status, self._entry_match, self._entry_distance, self._entry_similarity,
-            self._entry_contained, self._entry_reason, self._row_entry)) + self._id_table.nbytes())
-        return {
-            **self._near.nbytes(),
-            "exact_index": self._exact.nbytes(),
-            "clusters": 4 * len(self._roots),
-            "ids": ids,
-            "verdicts": verdicts,
-            "bloom": self.bloom.nbytes(),
-        }
-
-    # -- persistence -------------------------------------------------------------------------
-
     def save(self) -> None:
         """Write a snapshot of everything (atomically), then empty the log; no-op for a memory-only store."""
         if self._log is None or self.directory is None:
