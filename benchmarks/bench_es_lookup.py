@@ -14,7 +14,7 @@ real reposts:
   segmenting a million texts is not needed to get there);
 * the queries are edited reposts of the real articles (the ``benchmarks.reposts`` transforms);
 * measured: candidates per lookup (hits on the first page, how many of them via the sketch keys,
-  how many pass :class:`~scrapy_zhdedup.judge.NearRule`, and all matching documents), latency of the
+  how many pass :class:`~scrapy_zhdedup.similarity.rule.NearRule`, and all matching documents), latency of the
   raw lookup (realtime ``mget`` by hash, then the ``near_query`` search, as ``EsLookups`` sends them),
   latency of a whole ``judge`` through :class:`ElasticsearchBackend` (cleaning and features
   included), items/s with concurrent judgements, and bytes on disk per document after a force merge.

@@ -1,4 +1,4 @@
-"""When the backend sends what: lookup batches (window.py) and bulks (buffer.py).  No node needed."""
+"""When the backend sends what: lookup batches (groupcommit.py) and bulks (buffer.py).  No node needed."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ query fields that hold other keys and silently find nothing, so the layout is st
 ``_meta.zhdedup`` and every client compares it with its own before the first lookup.  The same holds
 for the fingerprint settings (features, shingle size, t2s, extractor, passage size ...): hashes,
 fingerprints and passage keys computed under other settings never match the stored ones, so they are
-recorded too (``fingerprint``, the embedded store's list: storemeta.py) and a client with other
+recorded too (``fingerprint``, the embedded store's list: scrapy_zhdedup/store/meta.py) and a client with other
 settings is refused, naming each difference.
 An index from before they were recorded has none and is not checked.
 

@@ -1,7 +1,7 @@
 """Elasticsearch as the shared store: ``ZHDEDUP_BACKEND = "elasticsearch"``.
 
 Several crawler processes can judge against one index.  Items are judged in batches (the pipeline's
-items that arrive within ``ZHDEDUP_ES_BATCH_WINDOW``, window.py; ``es ingest``'s input in order):
+items that arrive within ``ZHDEDUP_ES_BATCH_WINDOW``, groupcommit.py; ``es ingest``'s input in order):
 
 1. clean and hash (worker thread or worker processes); a local Bloom filter of hashes seen here says
    whether the fingerprint is likely needed (if not, the exact lookup answers alone; else both at once);
@@ -23,7 +23,7 @@ Judging and enqueueing is synchronous (``judge`` has no ``await``): the event lo
 atomically, so two concurrent near-duplicates cannot both be judged unique — the guarantee of a
 lock, enforced by the function's type instead of by discipline.
 
-Failures: transient errors are retried by writer.py's one policy.  Documents ES rejects for good go to
+Failures: transient errors are retried by the one policy (retry.py).  Documents ES rejects for good go to
 a dead-letter JSONL file with the reason (deadletter.py; ``zhdedup es replay`` stores them later); an
 item whose lookup cannot be done is written there too and its ``judge`` raises
 :class:`LookupFailedError`, so nothing is lost quietly.  The file is checked at :meth:`open`; if it
@@ -165,7 +165,7 @@ class ElasticsearchBackend:
                  backoff_cap: float = 30.0, workers: int = 1, in_order: bool = False, journal: bool = True) -> None:
         """``workers`` > 1: :meth:`judge` prepares items on that many processes (``ZHDEDUP_WORKERS``).
         ``in_order``: a lookup batch starts only when the one before it was decided, so the verdicts
-        are those of arrival order however many items are in flight (window.py; ``es ingest``).
+        are those of arrival order however many items are in flight (groupcommit.py; ``es ingest``).
         ``journal=False``: buffered documents are not kept on disk (journal.py), for a caller that can
         judge them again after a kill (``es ingest`` from its checkpoint, ``es replay`` from its file);
         what dead writers left is taken over either way."""
@@ -258,7 +258,7 @@ class ElasticsearchBackend:
 
         ``document`` (the item's fields, without the page) is stored beside the ``zhdedup`` fields, with
         the cleaned text in ``ZHDEDUP_ES_TEXT_FIELD``; bytes values are stored decoded like a page.
-        Items arriving together are looked up together (:meth:`judge_many`, window.py).  Raises
+        Items arriving together are looked up together (:meth:`judge_many`, groupcommit.py).  Raises
         EmptyTextError for items without text, InvalidDocumentError for a document Elasticsearch could
         not store, LookupFailedError (after dead-lettering the item) when lookups keep failing, and
         DeadLetterError once documents can go nowhere.

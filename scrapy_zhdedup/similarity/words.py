@@ -25,7 +25,7 @@ _KEEP_CHARS = re.compile(r"[^\w\u3400-\u9fff]+")
 _HAS_CJK = re.compile(r"[\u3400-\u9fff]")
 HAS_WORD = re.compile(r"[\w\u3400-\u9fff]")  # a word character: what the fingerprint and the search words keep
 # Weight = (1 + ln tf) * idf, scaled and rounded to an integer in 1..255.  Integers keep the
-# fingerprint exact (see fingerprint.py); <= 255 keeps it computable by the `simhash` package,
+# fingerprint exact (see simhash.py); <= 255 keeps it computable by the `simhash` package,
 # whose uint8 bit arrays overflow above that under numpy 2; sublinear tf stops one repeated
 # word from outvoting the rest of the article.
 WEIGHT_SCALE = 3

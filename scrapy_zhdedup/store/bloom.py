@@ -1,6 +1,6 @@
 """Exact-repeat memory: a pybloom-live scalable Bloom filter over content hashes.
 
-The embedded store saves it inside its snapshot (store.py), so filter and index always come
+The embedded store saves it inside its snapshot (embedded.py), so filter and index always come
 from the same generation; pybloom-live reads truncated bytes without complaint, so integrity is
 the snapshot's job (zip CRC), never this module's.
 """

@@ -5,8 +5,8 @@ keys, passage keys when on), a 64-bit prefix of the content hash (exact lookups 
 cluster's first document; per judged document (exact repeats included) its id, content hash and
 verdict, so a rerun can answer an id it has judged before.  README gives the bytes per document.
 
-On disk (``DIR/``): ``store.json`` (format and fingerprint settings, storemeta.py), ``lock``
-(one writer, storelock.py), ``index.npz`` (the snapshot: numpy arrays read without pickle, the
+On disk (``DIR/``): ``store.json`` (format and fingerprint settings, meta.py), ``lock``
+(one writer, lock.py), ``index.npz`` (the snapshot: numpy arrays read without pickle, the
 Bloom filter inside so it always matches the index, replaced atomically) and ``log.bin``
 (every document judged since the snapshot, log.py).  Opening loads the snapshot and
 replays the log; saving writes a new snapshot and empties the log, and happens by itself when
