@@ -36,7 +36,7 @@ from ..similarity.sketch import features_of
 from .bloom import ExactFilter
 from .files import atomic_write
 from .lock import DirectoryLock
-from .log import LOG_FILE, LogWriter, Record, read_log
+from .log import LOG_FILE, LogRecord, LogWriter, read_log
 from .meta import FORMAT, META_FILE, check_or_record, fingerprint_settings
 
 logger = logging.getLogger(__name__)
@@ -141,11 +141,11 @@ class EmbeddedStore:
         ``repeats``, whose cluster it joins (kept for its verdict and exact copies, never a candidate)."""
         row = len(self._roots)
         if repeats is None:
-            record = Record(len(self._ids), row, 0, -1, 0, 0, 0, 0, row, features.fingerprint,
+            record = LogRecord(len(self._ids), row, 0, -1, 0, 0, 0, 0, row, features.fingerprint,
                             bytes.fromhex(content_hash), list(features.passages), features.sketch.to_bytes(), doc_id)
         else:
             root = self._roots[repeats.row] if repeats.row >= 0 else row  # -1: an earlier document not kept here
-            record = Record(len(self._ids), row, 2, repeats.row, repeats.distance, _percent(repeats.similarity),
+            record = LogRecord(len(self._ids), row, 2, repeats.row, repeats.distance, _percent(repeats.similarity),
                             _percent(repeats.contained), 1 + REASONS.index(repeats.reason), root,
                             features.fingerprint, bytes.fromhex(content_hash), list(features.passages),
                             features.sketch.to_bytes(), doc_id)
@@ -153,7 +153,7 @@ class EmbeddedStore:
 
     def add_repeat(self, doc_id: str, content_hash: str, match: Match) -> None:
         """Remember an exact repeat of ``match`` (not indexed: the first copy answers for it)."""
-        self._record(Record(len(self._ids), -1, 1, match.row, 0, 100, 100, 1 + REASONS.index("exact"), 0, 0,
+        self._record(LogRecord(len(self._ids), -1, 1, match.row, 0, 100, 100, 1 + REASONS.index("exact"), 0, 0,
                             bytes.fromhex(content_hash), [], b"", doc_id))
 
     def _entries(self, doc_id: str) -> list[int]:
@@ -187,7 +187,7 @@ class EmbeddedStore:
             assert verdict is not None
             yield verdict
 
-    def _record(self, record: Record, features: Features | None = None) -> None:
+    def _record(self, record: LogRecord, features: Features | None = None) -> None:
         """The one way state changes: written to the log (if persisted), then applied in memory
         (``features``: the record's own, when the caller has them, so they are not decoded again)."""
         if self._closed:
@@ -211,7 +211,7 @@ class EmbeddedStore:
         if self._log is not None and self._log.size > max(self.compact_after_bytes, self._snapshot_bytes):
             self.save()
 
-    def _apply(self, record: Record, features: Features | None = None) -> None:
+    def _apply(self, record: LogRecord, features: Features | None = None) -> None:
         if record.row >= 0:
             if features is None:  # replaying the log
                 features = features_of(record.fingerprint, record.passages, Sketch.from_bytes(record.sketch))

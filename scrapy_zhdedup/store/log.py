@@ -29,7 +29,7 @@ _FRAME = struct.Struct("<II")
 _FIXED = struct.Struct("<IiBiBBBBIQ16sI")
 
 
-class Record(NamedTuple):
+class LogRecord(NamedTuple):
     """One judged document.  ``row`` is -1 for an exact repeat (not indexed, only remembered)."""
 
     entry: int
@@ -55,7 +55,7 @@ class Record(NamedTuple):
                 + self.doc_id.encode("utf-8"))
 
     @classmethod
-    def decode(cls, payload: bytes) -> Record:
+    def decode(cls, payload: bytes) -> LogRecord:
         entry, row, status, match, distance, similarity, contained, reason, root, fp, digest, n = \
             _FIXED.unpack_from(payload)
         start = _FIXED.size + 4 * n
@@ -66,7 +66,7 @@ class Record(NamedTuple):
 
 
 class ReadResult(NamedTuple):
-    records: list[Record]
+    records: list[LogRecord]
     good_bytes: int  # length of the whole, checksummed prefix
     dropped_bytes: int  # torn or foreign tail after it
 
@@ -74,7 +74,7 @@ class ReadResult(NamedTuple):
 def read_log(path: Path) -> ReadResult:
     """Every whole record of the log, stopping at the first frame that is short or fails its CRC."""
     data = path.read_bytes() if path.exists() else b""
-    records: list[Record] = []
+    records: list[LogRecord] = []
     pos = 0
     while pos + _FRAME.size <= len(data):
         length, crc = _FRAME.unpack_from(data, pos)
@@ -82,7 +82,7 @@ def read_log(path: Path) -> ReadResult:
         if len(payload) != length or zlib.crc32(payload) != crc:
             break
         try:
-            records.append(Record.decode(payload))
+            records.append(LogRecord.decode(payload))
         except (struct.error, UnicodeDecodeError):
             break
         pos += _FRAME.size + length
@@ -101,7 +101,7 @@ class LogWriter:
         self.size = size
         self._synced_at = time.monotonic()
 
-    def append(self, record: Record) -> None:
+    def append(self, record: LogRecord) -> None:
         payload = record.encode()
         frame = memoryview(_FRAME.pack(len(payload), zlib.crc32(payload)) + payload)
         try:
