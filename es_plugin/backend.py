@@ -60,7 +60,7 @@ from scrapy_zhdedup.workers import PreparePool, TurnBatcher, prepare_job, prepar
 
 from .buffer import BulkBuffer, PendingBatch
 from .chinese import SearchText, segment
-from .client import EsUnavailableError, acheck_reachable, make_async_client, redact
+from .client import EsUnavailableError, acheck_reachable, make_async_client, quiet_client_logs, redact
 from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
 from .journal import Journal, orphans
 from .lookups import EsAnswers, EsLookups, LookupItemError, query_features, repeat_id
@@ -188,7 +188,7 @@ class ElasticsearchBackend:
         """Built by the pipeline from ``ZHDEDUP_*`` settings (``ZHDEDUP_BACKEND = "elasticsearch"``)."""
         settings = crawler.settings
         if str(settings.get("LOG_LEVEL")).upper() != "DEBUG":  # its INFO lines, two per item, drown the crawl's
-            logging.getLogger("elastic_transport").setLevel(logging.WARNING)
+            quiet_client_logs()
         es = from_settings(EsConfig, settings)
         if not es.es_dead_letter and settings.get("JOBDIR"):  # beside the crawl's other state
             es = dataclasses.replace(es, es_dead_letter=str(Path(settings["JOBDIR"]) / DEFAULT_NAME))
@@ -376,7 +376,7 @@ class ElasticsearchBackend:
     async def _start(self) -> AsyncElasticsearch:
         async with self._start_lock:
             if self._client is None:
-                self._client = make_async_client(self.es, max_retries=0)  # we retry, with backoff and stats
+                self._client = make_async_client(self.es, caller_retries=True)  # we retry, with backoff and stats
             if self._started:
                 return self._client
             self.dead_letters.check()

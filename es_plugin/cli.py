@@ -27,6 +27,7 @@ from scrapy_zhdedup.config import (
     from_args,
 )
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
+from scrapy_zhdedup.esurl import node_urls, redact
 from scrapy_zhdedup.workers import add_workers_option
 
 from .chinese import SearchText
@@ -123,8 +124,11 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
         from elastic_transport import TransportError
         from elasticsearch import ApiError
 
-        from .client import redact
+        from .client import quiet_client_logs
 
+        node_urls(args.es_url)  # a URL the client cannot use: one line, before anything starts
+        if not getattr(args, "verbose", False):
+            quiet_client_logs()
         try:
             return command(args)
         except ApiError as exc:
@@ -326,9 +330,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def curl_command(url: str, index: str, body: dict[str, Any]) -> str:
-    """The search as a shell command to paste (credentials left out); the body goes through a quoted
-    here-document, so no character of the query needs escaping."""
-    return (f"curl -sS -H 'Content-Type: application/json' '{url.rstrip('/')}/{index}/_search?pretty' -d @- <<'JSON'\n"
+    """The search as a shell command to paste, sent to the first node of ``url`` (credentials left out);
+    the body goes through a quoted here-document, so no character of the query needs escaping."""
+    first = node_urls(url)[0].url
+    return (f"curl -sS -H 'Content-Type: application/json' '{first.rstrip('/')}/{index}/_search?pretty' -d @- <<'JSON'\n"
             f"{_readable_json(body)}\nJSON")
 
 

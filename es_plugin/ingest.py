@@ -205,7 +205,7 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
                   pool: PreparePool[IndexJob, Indexable], progress: Progress | None) -> dict[str, Any]:
     if not es.es_dead_letter:  # beside the checkpoints: both say what this run did not finish
         es = dataclasses.replace(es, es_dead_letter=str(checkpoint_dir / DEFAULT_NAME))
-    client = make_async_client(es, max_retries=0)  # the backend retries with its own backoff
+    client = make_async_client(es, caller_retries=True)  # the backend retries with its own backoff
     backend = ElasticsearchBackend(dedup, es, index_duplicates=mode == "annotate", client=client, in_order=True,
                                    journal=False)  # a rerun judges from the checkpoint
     errors: list[BadRecordError] = []

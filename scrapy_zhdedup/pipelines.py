@@ -84,12 +84,18 @@ class ZhDedupPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ZhDedupPipeline:
+        """A setting that cannot be used (a URL the client cannot parse, say) is one line first, then the
+        crawl fails as at :meth:`open_spider`."""
         settings = crawler.settings
-        config = from_settings(PipelineConfig, settings)
-        if not config.enabled:
-            raise NotConfigured("ZHDEDUP_ENABLED is off")
-        _one_line_drops(crawler)
-        return cls(crawler, config, from_settings(DedupConfig, settings), load_backend(crawler, config.backend))
+        try:
+            config = from_settings(PipelineConfig, settings)
+            if not config.enabled:
+                raise NotConfigured("ZHDEDUP_ENABLED is off")
+            _one_line_drops(crawler)
+            return cls(crawler, config, from_settings(DedupConfig, settings), load_backend(crawler, config.backend))
+        except ZhDedupError as exc:
+            logger.error("zhdedup: cannot start, the crawl stops: %s", exc)
+            raise
 
     async def open_spider(self, spider: Spider | None = None) -> None:
         try:
