@@ -173,7 +173,7 @@ class ElasticsearchBackend:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zhdedup-es")
         # with worker processes, the items of one event-loop turn go to them together
         self._turns: TurnBatcher[IndexJob, Indexable] | None = None if workers <= 1 else TurnBatcher(
-            PreparePool(dedup, prepare_for_index, workers).__enter__(),
+            PreparePool(dedup, prepare_for_index, workers, text="written").__enter__(),
             lambda send: asyncio.get_running_loop().call_soon(send))
         self._window: LookupWindow | None = None  # made on the event loop, by the first judge()
         self._decided: asyncio.Future[None] | None = None  # set once the last judge_many called has decided
@@ -224,7 +224,7 @@ class ElasticsearchBackend:
         """Judge one item and buffer it for writing (unless it is a duplicate in drop mode).
 
         ``document`` (the item's fields, without the page) is stored beside the ``zhdedup`` fields, with
-        the cleaned text in ``ZHDEDUP_ES_TEXT_FIELD``; bytes values are stored decoded like a page.
+        the main text as the page wrote it in ``ZHDEDUP_ES_TEXT_FIELD``; bytes values are stored decoded like a page.
         Items arriving together are looked up together (:meth:`judge_many`, window.py).  Raises
         EmptyTextError for items without text, InvalidDocumentError for a document Elasticsearch could
         not store, LookupFailedError (after dead-lettering the item) when lookups keep failing, and
@@ -307,8 +307,8 @@ class ElasticsearchBackend:
                     near_of.update((i, n) for (i, _, _), n in zip(unanswered, more))
             except (TransportError, ApiError, LookupItemError) as exc:
                 self.stats.inc("errors")
-                self.dead_letters.write([  # with the cleaned text: what a replay judges (the page is not kept)
-                    self.dead_letters.record(None, p.doc_id, {**d, self.search.text_field: p.clean}, "lookup", exc)
+                self.dead_letters.write([  # with the text as written: what a replay judges (the page is not kept)
+                    self.dead_letters.record(None, p.doc_id, {**d, self.search.text_field: p.written}, "lookup", exc)
                     for _, p, d in todo])
                 for i, prepared, _ in todo:
                     error = LookupFailedError(
@@ -431,7 +431,7 @@ class ElasticsearchBackend:
             self._bloom.add(digest)  # again is therefore searched near beside that lookup, not after it
         if not written:
             return
-        document = {**document, self.search.text_field: prepared.clean}
+        document = {**document, self.search.text_field: prepared.written}
         if words is None:
             words = self.search.words(prepared.clean)
         if verdict.status == "exact":

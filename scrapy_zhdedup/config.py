@@ -154,8 +154,8 @@ class EsConfig:
     es_dead_letter: str = option("", "JSONL file for documents not judged or not stored", group=WRITING,
                                  shown="`zhdedup-dead-letter.jsonl` in JOBDIR (crawl) or beside the checkpoints "
                                        "(`es ingest`), else in `./`")
-    es_text_field: str = option("text", "document field that holds the cleaned text: stored by the backend and "
-                                        "`es ingest`, searched and shown by `es search`", group=SEARCH)
+    es_text_field: str = option("text", "document field that holds the main text as the page wrote it: stored by "
+                                        "the backend and `es ingest`, shown by `es search`", group=SEARCH)
     es_analysis: Analysis = option(
         "jieba", "how Chinese is searched: `jieba` segments texts and queries here into words searched with the "
                  "built-in `whitespace` analyzer (any cluster); `smartcn`/`ik` use that analysis plugin of the "

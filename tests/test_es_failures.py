@@ -120,9 +120,9 @@ async def test_down_for_good_dead_letters_and_raises(proxy: tuple[EsProxy, str],
     records = dead_letters(tmp_path)
     assert [(r["stage"], r["doc_id"]) for r in records] == [
         ("lookup", "doc-3"), ("bulk", "doc-0"), ("bulk", "doc-1"), ("bulk", "doc-2")]
-    # the item's fields and its cleaned text: what a replay judges (the page itself is not kept)
-    cleaned = TextCleaner().clean(text=TEXTS[3])
-    assert records[0]["document"] == {"url": "doc-3", "extra": "kept", "text": cleaned}
+    # the item's fields and its cleaned text as written: what a replay judges (the page itself is not kept)
+    cleaned = TextCleaner().cleaned(text=TEXTS[3]).written
+    assert records[0]["document"] == {"url": "doc-3", "extra": "kept", "text": cleaned} and "，" in cleaned
     assert records[1]["document"]["url"] == "doc-0" and records[1]["document"]["zhdedup"]["status"] == "unique"
     assert all(r["reason"] and r["time"] for r in records)
     assert stats["zhdedup/dead_letter"] == 4 and stats["zhdedup/es/errors"] == 4
