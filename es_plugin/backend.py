@@ -64,6 +64,7 @@ from .client import EsUnavailableError, acheck_reachable, make_async_client, qui
 from .deadletter import DEFAULT_NAME, DeadLetterError, DeadLetters
 from .journal import Journal, orphans
 from .lookups import EsAnswers, EsLookups, LookupItemError, query_features, repeat_id
+from .privileges import CRAWL, Access, Needs
 from .steps import adrive
 from .template import ainstall, zhdedup_fields
 from .window import Entry, LookupWindow
@@ -138,13 +139,15 @@ class ElasticsearchBackend:
 
     def __init__(self, dedup: DedupConfig, es: EsConfig, *, stats: Any = None, index_duplicates: bool = False,
                  client: AsyncElasticsearch | None = None, backoff_base: float = 0.5,
-                 backoff_cap: float = 30.0, workers: int = 1, in_order: bool = False, journal: bool = True) -> None:
+                 backoff_cap: float = 30.0, workers: int = 1, in_order: bool = False, journal: bool = True,
+                 needs: Needs = CRAWL) -> None:
         """``workers`` > 1: :meth:`judge` prepares items on that many processes (``ZHDEDUP_WORKERS``).
         ``in_order``: a lookup batch starts only when the one before it was decided, so the verdicts
         are those of arrival order however many items are in flight (window.py; ``es ingest``).
         ``journal=False``: buffered documents are not kept on disk (journal.py), for a caller that can
         judge them again after a kill (``es ingest`` from its checkpoint, ``es replay`` from its file);
-        what dead writers left is taken over either way."""
+        what dead writers left is taken over either way.  ``needs``: the privileges checked at open on a
+        secured cluster (privileges.py)."""
         if es.es_bulk_size < 1:
             raise ConfigError(f"ZHDEDUP_ES_BULK_SIZE must be positive, got {es.es_bulk_size}")
         if es.es_flush_interval <= 0:
@@ -178,6 +181,7 @@ class ElasticsearchBackend:
         self._window: LookupWindow | None = None  # made on the event loop, by the first judge()
         self._decided: asyncio.Future[None] | None = None  # set once the last judge_many called has decided
         self._in_order = in_order
+        self._needs = needs
         self._bloom = ExactFilter(error_rate=dedup.bloom_error_rate, initial_capacity=dedup.bloom_capacity)
         self._started = False
         self._closed = False
@@ -380,7 +384,7 @@ class ElasticsearchBackend:
             if self._started:
                 return self._client
             self.dead_letters.check()
-            await acheck_reachable(self._client, self.es.es_url)
+            await acheck_reachable(self._client, self.es.es_url, Access(self.index, self._needs))
             # creating an index can take longer than a lookup's timeout
             setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))
             report = await ainstall(setup, self.index, self.layout, search=self.search, replace=False,

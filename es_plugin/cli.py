@@ -36,6 +36,8 @@ from .window import DEFAULT_CONCURRENCY
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
+    from .privileges import Needs
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Every subcommand names its index with ``--index`` (default ``$ZHDEDUP_ES_INDEX``, else
@@ -161,12 +163,14 @@ def _search_text(args: argparse.Namespace) -> SearchText:
 
 
 @contextmanager
-def _client(args: argparse.Namespace) -> Iterator[Elasticsearch]:
+def _client(args: argparse.Namespace, needs: Needs) -> Iterator[Elasticsearch]:
+    """A client of a node that answers, for a user who has what the command ``needs`` (privileges.py)."""
     from .client import check_reachable, make_client
+    from .privileges import Access
 
     client = make_client(from_args(EsConfig, args))
     try:
-        check_reachable(client, args.es_url)
+        check_reachable(client, args.es_url, Access(args.es_index, needs))
         yield client
     finally:
         client.close()
@@ -198,7 +202,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         user_properties = user_properties.get("properties", user_properties)
     if args.shards < 1:
         raise ConfigError("--shards must be at least 1")
-    with _client(args) as client:
+    from .privileges import INSTALL
+
+    with _client(args, INSTALL) as client:
         dedup = from_args(DedupConfig, args)
         report = install(client, args.es_index, dedup.layout, user_properties, shards=args.shards,
                          search=_search_text(args), fingerprint=fingerprint_settings(dedup))
@@ -208,9 +214,10 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from .privileges import STATUS
     from .template import status
 
-    with _client(args) as client:
+    with _client(args, STATUS) as client:
         report = status(client, args.es_index, from_args(DedupConfig, args).layout)
     if args.json:
         _print(report)
@@ -227,9 +234,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
+    from . import privileges
     from .reconcile import reconcile
 
-    with _client(args) as client, _bar(None, "doc", "reconcile") as bar:
+    with _client(args, privileges.reconcile(not args.dry_run)) as client, _bar(None, "doc", "reconcile") as bar:
         config = from_args(DedupConfig, args)
         report = reconcile(client, args.es_index, config, apply=not args.dry_run, delete=args.delete, progress=bar)
     if args.json:
@@ -309,7 +317,9 @@ def cmd_search(args: argparse.Namespace) -> int:
                                  search=search)
         print(curl_command(args.es_url, args.es_index, body))
         return 0
-    with _client(args) as client:
+    from .privileges import SEARCH
+
+    with _client(args, SEARCH) as client:
         if args.all:
             for group in iter_folded(client, args.es_index, query, fields=fields, search=search):
                 print(json.dumps(group, ensure_ascii=False))
@@ -386,10 +396,11 @@ def _snippet(hit: dict[str, Any], fields: tuple[str, ...], width: int = 60) -> s
 
 
 def cmd_dedup_index(args: argparse.Namespace) -> int:
+    from . import privileges
     from .batch import dedup_index
 
     checkpoint = args.checkpoint or Path(".zhdedup-checkpoints") / f"dedup-index-{args.es_index}.json"
-    with _client(args) as client:
+    with _client(args, privileges.dedup_index(not args.dry_run)) as client:
         total = client.count(index=args.es_index)["count"]
         with _bar(total, "doc", "dedup-index") as bar:
             report = dedup_index(client, args.es_index, from_args(DedupConfig, args), text_field=args.es_text_field,

@@ -15,16 +15,20 @@ failover needs nothing more (tests/test_es_cluster.py).
 from __future__ import annotations
 
 import logging
+import warnings
 from functools import cache
 from typing import Any
 
-from elastic_transport import BaseNode, NodePool, Serializer, TransportError
-from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch
+from elastic_transport import BaseNode, NodePool, Serializer, TlsError, TransportError
+from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch, ElasticsearchWarning
 from elasticsearch.serializer import DEFAULT_SERIALIZERS, JsonSerializer
 
 from scrapy_zhdedup.config import EsConfig
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 from scrapy_zhdedup.esurl import node_urls, redact
+
+from .privileges import Access, MissingPrivilegeError
+from .steps import Steps, adrive, drive
 
 logger = logging.getLogger(__name__)
 
@@ -102,8 +106,10 @@ class FailoverPool(NodePool):
 def quiet_client_logs() -> None:
     """Silence the client's own log lines (unless asked for: ``-v``, ``LOG_LEVEL = "DEBUG"``): an INFO
     line per request, and WARNINGs that come before our one-line error saying the same thing (a node put
-    on a timeout, a retry with its traceback) or that :class:`FailoverPool` says in one line."""
+    on a timeout, a retry with its traceback) or that :class:`FailoverPool` says in one line; and the
+    server's deprecation warnings, which the client turns into Python warnings with a source line each."""
     logging.getLogger("elastic_transport").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=ElasticsearchWarning)
 
 
 @cache
@@ -144,11 +150,15 @@ def _unavailable(url: str, exc: Exception) -> EsUnavailableError:
     elif isinstance(exc, ApiError):
         hint = "check that the URL points at an Elasticsearch node"
         what = f"answered the health check with HTTP {exc.meta.status}"
+    elif isinstance(exc, TlsError):
+        hint = "give the CA certificate that signed the node's with ZHDEDUP_ES_CA_CERTS (--ca-certs)"
+        what = "failed the TLS handshake"
     else:
         hint = ("start the node (for a local test node: scripts/es-node.sh start) or set ZHDEDUP_ES_URL "
                 "(--url) to a running one; for https also check ZHDEDUP_ES_CA_CERTS")
         what = "is not reachable"
-    return EsUnavailableError(f"Elasticsearch at {redact(url)} {what}: {exc}. {hint}")
+    detail = exc.message if isinstance(exc, TlsError) else exc  # its str is only "TLS error"
+    return EsUnavailableError(f"Elasticsearch at {redact(url)} {what}: {detail}. {hint}")
 
 
 def _checking(client: Elasticsearch | AsyncElasticsearch) -> Any:
@@ -156,17 +166,39 @@ def _checking(client: Elasticsearch | AsyncElasticsearch) -> Any:
     return client.options(request_timeout=CHECK_TIMEOUT, max_retries=len(client.transport.node_pool.all()) - 1)
 
 
-def check_reachable(client: Elasticsearch, url: str) -> None:
-    """Raise :class:`EsUnavailableError` naming ``url`` unless a node answers a health check."""
+def _reach(url: str, access: Access | None) -> Steps:
+    """Steps: that a node answers and, on a secured cluster, that the user has what the command needs
+    (``access``).  ``_has_privileges`` is the first request: it needs no privilege, and its answer says
+    what is missing; a cluster without security has no such endpoint, and the health check then says
+    whether the node is there."""
+    if access is not None:
+        try:
+            answer = yield lambda c: _checking(c).security.has_privileges(**access.request())
+        except ApiError as exc:
+            if exc.meta.status == 401:
+                raise _unavailable(url, exc) from exc
+            answer = None
+        except TransportError as exc:
+            raise _unavailable(url, exc) from exc
+        if answer is not None:
+            try:
+                yield from access.check(answer.body)
+            except MissingPrivilegeError as exc:
+                raise MissingPrivilegeError(f"Elasticsearch at {redact(url)}: {exc}") from None
+            return None
     try:
-        _checking(client).cluster.health()
+        yield lambda c: _checking(c).cluster.health()
     except (TransportError, ApiError) as exc:
         raise _unavailable(url, exc) from exc
+    return None
 
 
-async def acheck_reachable(client: AsyncElasticsearch, url: str) -> None:
+def check_reachable(client: Elasticsearch, url: str, access: Access | None = None) -> None:
+    """Raise :class:`EsUnavailableError` naming ``url`` unless a node answers, and
+    :class:`~es_plugin.privileges.MissingPrivilegeError` if the user lacks what ``access`` needs."""
+    drive(client, _reach(url, access))
+
+
+async def acheck_reachable(client: AsyncElasticsearch, url: str, access: Access | None = None) -> None:
     """Async twin of :func:`check_reachable`."""
-    try:
-        await _checking(client).cluster.health()
-    except (TransportError, ApiError) as exc:
-        raise _unavailable(url, exc) from exc
+    await adrive(client, _reach(url, access))

@@ -62,6 +62,7 @@ from scrapy_zhdedup.workers import PreparePool
 from .checkpoint import Checkpoint
 from .client import EsUnavailableError, make_async_client
 from .deadletter import DEFAULT_NAME
+from .privileges import INGEST
 from .steps import adrive
 from .window import DEFAULT_CONCURRENCY
 from .writer import EsStats, RetryPolicy
@@ -207,7 +208,7 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
         es = dataclasses.replace(es, es_dead_letter=str(checkpoint_dir / DEFAULT_NAME))
     client = make_async_client(es, caller_retries=True)  # the backend retries with its own backoff
     backend = ElasticsearchBackend(dedup, es, index_duplicates=mode == "annotate", client=client, in_order=True,
-                                   journal=False)  # a rerun judges from the checkpoint
+                                   journal=False, needs=INGEST)  # journal: a rerun judges from the checkpoint
     errors: list[BadRecordError] = []
     reader = Reader(strict, errors)
     reports = []

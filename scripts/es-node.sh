@@ -226,9 +226,12 @@ fetch() {
 
 # --- node control -----------------------------------------------------------------------------------
 
+# curl options a sibling adds to every request of its node (es-secure.sh: its CA and admin, from a file).
+HTTP_OPTS=()
+
 http_ok() {
     if command -v curl >/dev/null; then
-        curl -fsS --max-time "${2:-10}" -o /dev/null "$1" 2>/dev/null
+        curl -fsS --max-time "${2:-10}" -o /dev/null "${HTTP_OPTS[@]}" "$1" 2>/dev/null
     else
         python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2]))' \
             "$1" "${2:-10}" 2>/dev/null

@@ -138,3 +138,15 @@ def test_a_dead_url_before_a_live_one_costs_nothing(es_url: str, index: str, tmp
     code = main(["es", "status", "--index", index, "--url", f"{dead},{es_url}", "--json"])
     assert code == 0
 
+
+
+def test_help_shows_no_secret_given_in_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ZHDEDUP_ES_URL", f"http://zhuser:{SECRET}@127.0.0.1:9201,http://127.0.0.1:9202")
+    monkeypatch.setenv("ZHDEDUP_ES_PASSWORD", SECRET + "-pw")
+    monkeypatch.setenv("ZHDEDUP_ES_API_KEY", SECRET + "-key")
+    for command in ("ingest", "status", "replay"):
+        with pytest.raises(SystemExit):
+            main(["es", command, "--help"])
+        out = capsys.readouterr().out
+        assert "http://127.0.0.1:9201,http://127.0.0.1:9202" in " ".join(out.split()) and SECRET not in out
