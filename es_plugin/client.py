@@ -1,8 +1,9 @@
 """Elasticsearch clients built from :class:`EsConfig`, and a start-up check with a useful error.
 
 Unreachable nodes are the most common set-up mistake; a bare ``ConnectionError`` deep inside the first
-lookup says neither which URL was tried nor what to do, so every entry point checks once at start.
-The check uses ``cluster.health``: the minimal distribution has no ``GET /`` (``info``/``ping``).
+lookup says neither which URL was tried nor what to do, so every entry point checks once at start:
+``_has_privileges`` on a cluster with security (which also says what the user lacks, privileges.py),
+else ``cluster.health`` (the minimal distribution has no ``GET /``: ``info``/``ping``).
 
 Several URLs (``ZHDEDUP_ES_URL``, esurl.py) are the client's host list: it sends requests to them in
 turn, and a node that fails one is left out for a while (1 s, doubling up to 30 s) while the request
