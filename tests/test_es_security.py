@@ -61,6 +61,10 @@ def node() -> Iterator[SecureNode]:
     try:
         yield secure
     finally:
+        _, found = secure.request("GET", "_cat/indices/zhdedup-sec-*?format=json&h=index")
+        for entry in found or []:  # by name: a wildcard delete is refused by default
+            secure.request("DELETE", entry["index"])
+        secure.request("DELETE", "_index_template/zhdedup-zhdedup-sec-*", ok=(200, 404))
         secure.stop()
 
 
