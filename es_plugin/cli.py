@@ -27,6 +27,7 @@ from scrapy_zhdedup.config import (
     from_args,
 )
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
+from scrapy_zhdedup.esurl import node_urls, redact
 from scrapy_zhdedup.explain import decided
 from scrapy_zhdedup.workers import add_workers_option
 
@@ -35,6 +36,8 @@ from .window import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
+
+    from .privileges import Needs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -129,8 +132,11 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
         from elastic_transport import TransportError
         from elasticsearch import ApiError
 
-        from .client import redact
+        from .client import quiet_client_logs
 
+        node_urls(args.es_url)  # a URL the client cannot use: one line, before anything starts
+        if not getattr(args, "verbose", False):
+            quiet_client_logs()
         try:
             return command(args)
         except ApiError as exc:
@@ -163,12 +169,14 @@ def _search_text(args: argparse.Namespace) -> SearchText:
 
 
 @contextmanager
-def _client(args: argparse.Namespace) -> Iterator[Elasticsearch]:
+def _client(args: argparse.Namespace, needs: Needs) -> Iterator[Elasticsearch]:
+    """A client of a node that answers, for a user who has what the command ``needs`` (privileges.py)."""
     from .client import check_reachable, make_client
+    from .privileges import Access
 
     client = make_client(from_args(EsConfig, args))
     try:
-        check_reachable(client, args.es_url)
+        check_reachable(client, args.es_url, Access(args.es_index, needs))
         yield client
     finally:
         client.close()
@@ -200,7 +208,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         user_properties = user_properties.get("properties", user_properties)
     if args.shards < 1:
         raise ConfigError("--shards must be at least 1")
-    with _client(args) as client:
+    from .privileges import INSTALL
+
+    with _client(args, INSTALL) as client:
         dedup = from_args(DedupConfig, args)
         report = install(client, args.es_index, dedup.layout, user_properties, shards=args.shards,
                          search=_search_text(args), fingerprint=fingerprint_settings(dedup))
@@ -210,9 +220,10 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from .privileges import STATUS
     from .template import status
 
-    with _client(args) as client:
+    with _client(args, STATUS) as client:
         report = status(client, args.es_index, from_args(DedupConfig, args).layout)
     if args.json:
         _print(report)
@@ -229,9 +240,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
+    from . import privileges
     from .reconcile import reconcile
 
-    with _client(args) as client, _bar(None, "doc", "reconcile") as bar:
+    with _client(args, privileges.reconcile(not args.dry_run)) as client, _bar(None, "doc", "reconcile") as bar:
         config = from_args(DedupConfig, args)
         report = reconcile(client, args.es_index, config, apply=not args.dry_run, delete=args.delete, progress=bar)
     if args.json:
@@ -317,7 +329,9 @@ def cmd_search(args: argparse.Namespace) -> int:
                                  search=search)
         print(curl_command(args.es_url, args.es_index, body))
         return 0
-    with _client(args) as client:
+    from .privileges import SEARCH
+
+    with _client(args, SEARCH) as client:
         if args.all:
             for group in iter_folded(client, args.es_index, query, fields=fields, search=search):
                 print(json.dumps(group, ensure_ascii=False))
@@ -338,9 +352,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def curl_command(url: str, index: str, body: dict[str, Any]) -> str:
-    """The search as a shell command to paste (credentials left out); the body goes through a quoted
-    here-document, so no character of the query needs escaping."""
-    return (f"curl -sS -H 'Content-Type: application/json' '{url.rstrip('/')}/{index}/_search?pretty' -d @- <<'JSON'\n"
+    """The search as a shell command to paste, sent to the first node of ``url`` (credentials left out);
+    the body goes through a quoted here-document, so no character of the query needs escaping."""
+    first = node_urls(url)[0].url
+    return (f"curl -sS -H 'Content-Type: application/json' '{first.rstrip('/')}/{index}/_search?pretty' -d @- <<'JSON'\n"
             f"{_readable_json(body)}\nJSON")
 
 
@@ -399,12 +414,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from scrapy_zhdedup.output import check_output
     from scrapy_zhdedup.reporthtml import write
 
+    from .privileges import REPORT
     from .report import from_index
 
     if args.max_clusters < 1:
         raise ConfigError("--max-clusters must be at least 1")
     check_output(args.output, [])
-    with _client(args) as client:
+    with _client(args, REPORT) as client:
         if not client.indices.exists(index=args.es_index):
             raise ZhDedupError(f"{args.es_index}: no such index")
         findings = from_index(client, args.es_index, args.es_text_field, max_clusters=args.max_clusters)
@@ -416,10 +432,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_dedup_index(args: argparse.Namespace) -> int:
+    from . import privileges
     from .batch import dedup_index
 
     checkpoint = args.checkpoint or Path(".zhdedup-checkpoints") / f"dedup-index-{args.es_index}.json"
-    with _client(args) as client:
+    with _client(args, privileges.dedup_index(not args.dry_run)) as client:
         total = client.count(index=args.es_index)["count"]
         with _bar(total, "doc", "dedup-index") as bar:
             report = dedup_index(client, args.es_index, from_args(DedupConfig, args), text_field=args.es_text_field,

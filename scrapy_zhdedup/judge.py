@@ -112,8 +112,9 @@ class Prepared:
     """One document ready to judge; made by :meth:`Fingerprinter.prepare`, which touches no store."""
 
     doc_id: str
-    clean: str
+    clean: str  # normalised: what is hashed and fingerprinted
     digest: str  # content hash of ``clean``
+    written: str  # the text as the page wrote it (script, width, punctuation): what Elasticsearch stores
     fingerprinter: Fingerprinter | None = field(default=None, repr=False, compare=False)
 
     @cached_property
@@ -135,10 +136,11 @@ class Prepared:
         """The fingerprinter (its caches) stays in its process; computed features travel."""
         return {**self.__dict__, "fingerprinter": None}
 
-    def without_text(self) -> Prepared:
+    def without_text(self, *, written: bool = False) -> Prepared:
         """This document with its features computed and its text dropped: what a process that only
-        judges needs (``zhdedup scan``'s), and a tenth of what a worker would otherwise send back."""
-        copy = dataclasses.replace(self, clean="", fingerprinter=None)
+        judges needs (``zhdedup scan``'s), and a tenth of what a worker would otherwise send back.
+        ``written``: keep the text as written (what the Elasticsearch backend stores)."""
+        copy = dataclasses.replace(self, clean="", written=self.written if written else "", fingerprinter=None)
         copy.__dict__["features"] = self.features  # the cached property, set on the frozen copy
         return copy
 
