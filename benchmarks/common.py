@@ -181,21 +181,24 @@ def write_results(name: str, info: Mapping[str, Any], args: Mapping[str, Any], d
     return path
 
 
+def node_cpu_ms(client: Elasticsearch) -> int:
+    """CPU milliseconds the cluster's node processes have used (``_nodes/stats``: what a node spends, not
+    wall time; a node caches it for a second)."""
+    nodes = client.nodes.stats(metric="process")["nodes"].values()
+    return sum(node["process"]["cpu"]["total_in_millis"] for node in nodes)
+
+
 def wait_until_quiet(client: Elasticsearch, *, share: float = 0.05, window: float = 2.0, limit: float = 20.0) -> None:
     """Wait until the cluster uses less than ``share`` of a core for
     ``window`` seconds (at most ``limit``): an index written by the run before merges for seconds after
     it returned (~0.6 s of CPU after an ``es ingest`` of 3,000 documents), and would otherwise run
     during the next one's timing.  The window is longer than the 1 s for which a node caches its
     process statistics."""
-    def cpu_ms() -> int:
-        nodes = client.nodes.stats(metric="process")["nodes"].values()
-        return sum(node["process"]["cpu"]["total_in_millis"] for node in nodes)
-
     deadline = time.monotonic() + limit
-    before = cpu_ms()
+    before = node_cpu_ms(client)
     while time.monotonic() < deadline:
         time.sleep(window)
-        now = cpu_ms()
+        now = node_cpu_ms(client)
         if now - before < share * window * 1000:
             return
         before = now

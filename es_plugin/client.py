@@ -1,56 +1,51 @@
 """Elasticsearch clients built from :class:`EsConfig`, and a start-up check with a useful error.
 
 Unreachable nodes are the most common set-up mistake; a bare ``ConnectionError`` deep inside the first
-lookup says neither which URL was tried nor what to do, so every entry point checks once at start.
-The check uses ``cluster.health``: the minimal distribution has no ``GET /`` (``info``/``ping``).
+lookup says neither which URL was tried nor what to do, so every entry point checks once at start:
+``_has_privileges`` on a cluster with security (which also says what the user lacks, privileges.py),
+else ``cluster.health`` (the minimal distribution has no ``GET /``: ``info``/``ping``).
+
+Several URLs (``ZHDEDUP_ES_URL``, esurl.py) are the client's host list: it sends requests to them in
+turn, and a node that fails one is left out for a while (1 s, doubling up to 30 s) while the request
+goes to the next, so the death of one node of a cluster costs no document.  Sniffing (asking the
+cluster for its nodes) is not used: the nodes listed are the ones this process can reach (behind a
+proxy or in a container the addresses a cluster publishes often are not), and with them listed the
+failover needs nothing more (tests/test_es_cluster.py).
 """
 
 from __future__ import annotations
 
+import logging
+import warnings
 from functools import cache
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
 
-from elastic_transport import Serializer, TransportError
-from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch
+from elastic_transport import BaseNode, NodePool, Serializer, TlsError, TransportError
+from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch, ElasticsearchWarning
 from elasticsearch.serializer import DEFAULT_SERIALIZERS, JsonSerializer
 
 from scrapy_zhdedup.config import EsConfig
 from scrapy_zhdedup.errors import ConfigError
+from scrapy_zhdedup.esurl import node_urls, redact
 
-from .errors import EsUnavailableError
+from .errors import EsUnavailableError, MissingPrivilegeError
+from .operations import Steps, adrive, drive
+from .privileges import Access
+
+logger = logging.getLogger(__name__)
 
 CLIENT_RETRIES = 3  # immediate client-level retries on timeouts and connection errors
 CHECK_TIMEOUT = 10.0  # seconds for the start-up health check
 
 
-def split_credentials(url: str) -> tuple[str, str, str]:
-    """``http://user:pw@host:9200`` → (``http://host:9200``, user, password).
+def client_options(cfg: EsConfig, *, caller_retries: bool = False) -> dict[str, Any]:
+    """Constructor arguments shared by the sync and async clients.
 
-    Credentials never stay in the URL the client is given: the transport puts its node URL in log
-    lines and error messages, and a password must not appear in either.
-    """
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url, "", ""
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return (urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)),
-            unquote(parts.username or ""), unquote(parts.password or ""))
-
-
-def redact(url: str) -> str:
-    """The URL as it may be printed: without its credentials."""
-    return split_credentials(url)[0]
-
-
-def client_options(cfg: EsConfig, *, max_retries: int = CLIENT_RETRIES) -> dict[str, Any]:
-    """Constructor arguments shared by the sync and async clients."""
-    if not cfg.es_url:
-        raise ConfigError("ZHDEDUP_ES_URL is empty: set it to the node's URL, e.g. http://127.0.0.1:9200")
-    url, url_user, url_password = split_credentials(cfg.es_url)
+    ``caller_retries``: the caller retries with its own backoff and stats (retry.RetryPolicy), so the
+    client retries nothing itself but a request whose node failed, sent at once to the next node.
+    Otherwise the client retries (timeouts and 429/502/503/504 too), on every node at least once."""
+    nodes = node_urls(cfg.es_url)
+    url_user, url_password = next(((n.user, n.password) for n in nodes if n.user or n.password), ("", ""))
     if url_user and (cfg.es_user or cfg.es_password):
         raise ConfigError("credentials are given both in ZHDEDUP_ES_URL and in ZHDEDUP_ES_USER/ZHDEDUP_ES_PASSWORD")
     user, password = (url_user, url_password) if url_user else (cfg.es_user, cfg.es_password)
@@ -58,12 +53,15 @@ def client_options(cfg: EsConfig, *, max_retries: int = CLIENT_RETRIES) -> dict[
         raise ConfigError("set either ZHDEDUP_ES_API_KEY or ZHDEDUP_ES_USER/ZHDEDUP_ES_PASSWORD, not both")
     if password and not user:
         raise ConfigError("ZHDEDUP_ES_PASSWORD is set but ZHDEDUP_ES_USER is empty")
+    others = len(nodes) - 1
+    retries: dict[str, Any] = ({"max_retries": others, "retry_on_status": (), "retry_on_timeout": False}
+                               if caller_retries else {"max_retries": max(CLIENT_RETRIES, others), "retry_on_timeout": True})
     options: dict[str, Any] = {
-        "hosts": [url],
+        "hosts": [n.url for n in nodes],
         "request_timeout": cfg.es_timeout,
-        "max_retries": max_retries,
-        "retry_on_timeout": max_retries > 0,
         "serializers": serializers(),
+        "node_pool_class": FailoverPool,
+        **retries,
     }
     if user:
         options["basic_auth"] = (user, password)
@@ -72,6 +70,44 @@ def client_options(cfg: EsConfig, *, max_retries: int = CLIENT_RETRIES) -> dict[
     if cfg.es_ca_certs:
         options["ca_certs"] = cfg.es_ca_certs
     return options
+
+
+class FailoverPool(NodePool):
+    """The client's pool of nodes, saying in one line when one of several failed and its requests went to
+    another, and when it answers again (the client's own lines about it, a traceback with each retry, are
+    silenced: :func:`quiet_client_logs`).  A failure is told once another node has answered, so nothing
+    precedes the one-line error of a run whose every node is down."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._failed: dict[str, bool] = {}  # node URL -> whether its failure was told
+
+    def mark_dead(self, node: BaseNode, _now: float | None = None) -> None:
+        super().mark_dead(node, _now)
+        if len(self.all()) > 1:
+            self._failed.setdefault(node.base_url, False)
+
+    def mark_live(self, node: BaseNode) -> None:
+        """Called after every request that succeeded."""
+        super().mark_live(node)
+        if not self._failed:
+            return
+        if self._failed.pop(node.base_url, False):
+            logger.warning("zhdedup: Elasticsearch node %s answers again", node.base_url)
+        for url, told in self._failed.items():
+            if not told:
+                self._failed[url] = True
+                logger.warning("zhdedup: Elasticsearch node %s failed a request, which went to another node; "
+                               "the others take its requests until it answers again", url)
+
+
+def quiet_client_logs() -> None:
+    """Silence the client's own log lines (unless asked for: ``-v``, ``LOG_LEVEL = "DEBUG"``): an INFO
+    line per request, and WARNINGs that come before our one-line error saying the same thing (a node put
+    on a timeout, a retry with its traceback) or that :class:`FailoverPool` says in one line; and the
+    server's deprecation warnings, which the client turns into Python warnings with a source line each."""
+    logging.getLogger("elastic_transport").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=ElasticsearchWarning)
 
 
 @cache
@@ -96,13 +132,13 @@ def serializers() -> dict[str, Serializer]:
             if isinstance(s, JsonSerializer) else s for mimetype, s in DEFAULT_SERIALIZERS.items()}
 
 
-def make_client(cfg: EsConfig, *, max_retries: int = CLIENT_RETRIES) -> Elasticsearch:
-    return Elasticsearch(**client_options(cfg, max_retries=max_retries))
+def make_client(cfg: EsConfig) -> Elasticsearch:
+    return Elasticsearch(**client_options(cfg))
 
 
-def make_async_client(cfg: EsConfig, *, max_retries: int = CLIENT_RETRIES) -> AsyncElasticsearch:
-    """Async client; pass ``max_retries=0`` when the caller retries with its own backoff."""
-    return AsyncElasticsearch(**client_options(cfg, max_retries=max_retries))
+def make_async_client(cfg: EsConfig, *, caller_retries: bool = False) -> AsyncElasticsearch:
+    """Async client; ``caller_retries`` when the caller retries with its own backoff (:func:`client_options`)."""
+    return AsyncElasticsearch(**client_options(cfg, caller_retries=caller_retries))
 
 
 def _unavailable(url: str, exc: Exception) -> EsUnavailableError:
@@ -112,24 +148,55 @@ def _unavailable(url: str, exc: Exception) -> EsUnavailableError:
     elif isinstance(exc, ApiError):
         hint = "check that the URL points at an Elasticsearch node"
         what = f"answered the health check with HTTP {exc.meta.status}"
+    elif isinstance(exc, TlsError):
+        hint = "give the CA certificate that signed the node's with ZHDEDUP_ES_CA_CERTS (--ca-certs)"
+        what = "failed the TLS handshake"
     else:
         hint = ("start the node (for a local test node: scripts/es-node.sh start) or set ZHDEDUP_ES_URL "
                 "(--url) to a running one; for https also check ZHDEDUP_ES_CA_CERTS")
         what = "is not reachable"
-    return EsUnavailableError(f"Elasticsearch at {redact(url)} {what}: {exc}. {hint}")
+    detail = exc.message if isinstance(exc, TlsError) else exc  # its str is only "TLS error"
+    return EsUnavailableError(f"Elasticsearch at {redact(url)} {what}: {detail}. {hint}")
 
 
-def check_reachable(client: Elasticsearch, url: str) -> None:
-    """Raise :class:`EsUnavailableError` naming ``url`` unless the node answers a health check."""
+def _checking(client: Elasticsearch | AsyncElasticsearch) -> Any:
+    """The client as the start-up check uses it: no retry on the node that failed, one on each other node."""
+    return client.options(request_timeout=CHECK_TIMEOUT, max_retries=len(client.transport.node_pool.all()) - 1)
+
+
+def _reach(url: str, access: Access | None) -> Steps:
+    """Steps: that a node answers and, on a secured cluster, that the user has what the command needs
+    (``access``).  ``_has_privileges`` is the first request: it needs no privilege, and its answer says
+    what is missing; a cluster without security has no such endpoint, and the health check then says
+    whether the node is there."""
+    if access is not None:
+        try:
+            answer = yield lambda c: _checking(c).security.has_privileges(**access.request())
+        except ApiError as exc:
+            if exc.meta.status == 401:
+                raise _unavailable(url, exc) from exc
+            answer = None
+        except TransportError as exc:
+            raise _unavailable(url, exc) from exc
+        if answer is not None:
+            try:
+                yield from access.check(answer.body)
+            except MissingPrivilegeError as exc:
+                raise MissingPrivilegeError(f"Elasticsearch at {redact(url)}: {exc}") from None
+            return None
     try:
-        client.options(request_timeout=CHECK_TIMEOUT, max_retries=0).cluster.health()
+        yield lambda c: _checking(c).cluster.health()
     except (TransportError, ApiError) as exc:
         raise _unavailable(url, exc) from exc
+    return None
 
 
-async def acheck_reachable(client: AsyncElasticsearch, url: str) -> None:
+def check_reachable(client: Elasticsearch, url: str, access: Access | None = None) -> None:
+    """Raise :class:`EsUnavailableError` naming ``url`` unless a node answers, and
+    :class:`~es_plugin.privileges.MissingPrivilegeError` if the user lacks what ``access`` needs."""
+    drive(client, _reach(url, access))
+
+
+async def acheck_reachable(client: AsyncElasticsearch, url: str, access: Access | None = None) -> None:
     """Async twin of :func:`check_reachable`."""
-    try:
-        await client.options(request_timeout=CHECK_TIMEOUT, max_retries=0).cluster.health()
-    except (TransportError, ApiError) as exc:
-        raise _unavailable(url, exc) from exc
+    await adrive(client, _reach(url, access))

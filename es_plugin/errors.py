@@ -15,6 +15,10 @@ class EsUnavailableError(ZhDedupError):
     """Elasticsearch cannot be reached, or refuses us (authentication, TLS), or stayed down past the retries."""
 
 
+class MissingPrivilegeError(ZhDedupError):
+    """The user may not do what the command needs on this cluster or index (privileges.py)."""
+
+
 class LookupFailedError(EsUnavailableError, StoreUnavailableError):
     """An item's lookups failed past the retries: it was written to the dead-letter file, not judged."""
 

@@ -11,10 +11,11 @@ import argparse
 import dataclasses
 import json
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from .errors import ConfigError
+from .esurl import node_urls, redact
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -28,12 +29,13 @@ Extractor = Literal["lxml", "trafilatura"]  # how a page's main text is found (t
 
 
 def option(default: Any, help: str, *, flag: str = "", secret: bool = False, group: str | None = "",
-           shown: str = "") -> Any:
+           shown: str = "", printed: Callable[[Any], str] | None = None) -> Any:
     """A config field with what its setting and command-line option need: help text, a flag where it
     is not ``--field-name``, ``secret`` (never show the value: not in --help, not in the dataclass repr),
     ``group`` (which commands offer it; ``None``: no command), ``shown`` (the default as documented, where
-    the value is computed). A ``Literal`` type gives the choices; a dict default is copied per instance."""
-    metadata = {"help": help, "flag": flag, "secret": secret, "group": group, "shown": shown}
+    the value is computed), ``printed`` (the value as --help and the repr may show it: a URL without its
+    credentials). A ``Literal`` type gives the choices; a dict default is copied per instance."""
+    metadata = {"help": help, "flag": flag, "secret": secret, "group": group, "shown": shown, "printed": printed}
     if isinstance(default, dict):
         return dataclasses.field(default_factory=lambda: dict(default), repr=not secret, metadata=metadata)
     return dataclasses.field(default=default, repr=not secret, metadata=metadata)
@@ -129,7 +131,9 @@ Analysis = Literal["jieba", "smartcn", "ik"]  # how Chinese is searched (es_plug
 class EsConfig:
     """Elasticsearch connection and write behaviour."""
 
-    es_url: str = option("http://127.0.0.1:9200", "node URL", group=CONNECTION)
+    es_url: str = option("http://127.0.0.1:9200", "node URL; the nodes of a cluster separated by commas, each tried "
+                                                  "when another is down (http needs the port; https without one is 443)",
+                         group=CONNECTION, printed=redact)
     es_index: str = option("zhdedup-docs", "index name", group=CONNECTION)
     es_user: str = option("", "user for basic authentication", group=CONNECTION)
     es_password: str = option("", "password (safer in the environment than on the command line)", secret=True,
@@ -146,12 +150,28 @@ class EsConfig:
     es_dead_letter: str = option("", "JSONL file for documents not judged or not stored", group=WRITING,
                                  shown="`zhdedup-dead-letter.jsonl` in JOBDIR (crawl) or beside the checkpoints "
                                        "(`es ingest`), else in `./`")
-    es_text_field: str = option("text", "document field that holds the cleaned text: stored by the backend and "
-                                        "`es ingest`, searched and shown by `es search`", group=SEARCH)
+    es_text_field: str = option("text", "document field that holds the main text as the page wrote it: stored by "
+                                        "the backend and `es ingest`, shown by `es search`", group=SEARCH)
     es_analysis: Analysis = option(
         "jieba", "how Chinese is searched: `jieba` segments texts and queries here into words searched with the "
                  "built-in `whitespace` analyzer (any cluster); `smartcn`/`ik` use that analysis plugin of the "
                  "cluster", group=SEARCH)
+
+    def __post_init__(self) -> None:
+        node_urls(self.es_url)  # a URL the client cannot use stops the command or crawl now, naming it
+
+    def __repr__(self) -> str:
+        """Without secrets: the password and API key left out, the URL without its credentials."""
+        return _printable_repr(self)
+
+
+def _printable_repr(config: DataclassInstance) -> str:
+    shown = []
+    for f in dataclasses.fields(config):
+        if f.repr:
+            value, printed = getattr(config, f.name), f.metadata.get("printed")
+            shown.append(f"{f.name}={printed(value) if printed else value!r}")
+    return f"{type(config).__name__}({', '.join(shown)})"
 
 
 def from_settings(cls: type[T], settings: Mapping[str, Any] | Any) -> T:
@@ -166,6 +186,8 @@ def from_settings(cls: type[T], settings: Mapping[str, Any] | Any) -> T:
         values[f.name] = _convert(name, raw, hints[f.name])
     try:
         return cls(**values)
+    except ConfigError:
+        raise
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid ZHDEDUP_ settings: {exc}") from exc
 
@@ -217,6 +239,8 @@ def add_options(parser: argparse.ArgumentParser, cls: type[Any], title: str, *, 
             continue
         where = f"; ${env}" if environment else ""
         shown = " (default %(default)s)" if f.default != "" and not meta["secret"] else ""
+        if meta["printed"] and shown:
+            shown = f" (default {meta['printed'](default)})".replace("%", "%%")
         if meta["shown"]:
             shown = f" (default {meta['shown'].replace('`', '')})"
         choices = get_args(hints[f.name]) if get_origin(hints[f.name]) is Literal else None
@@ -232,6 +256,8 @@ def from_args(cls: type[T], args: argparse.Namespace, **values: Any) -> T:
             values[f.name] = getattr(args, f.name)
     try:
         return cls(**values)
+    except ConfigError:
+        raise
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid options: {exc}") from exc
 

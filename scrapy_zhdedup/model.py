@@ -121,8 +121,9 @@ class Prepared:
     """
 
     doc_id: str
-    clean: str
+    clean: str  # normalised: what is hashed and fingerprinted
     digest: str  # content hash of ``clean``
+    written: str  # the text as the page wrote it (script, width, punctuation): what Elasticsearch stores
     features: Features | None = field(default=None, repr=False, compare=False)  # None until computed
 
     def featured(self, featurize: Featurize | None) -> Features:
@@ -136,7 +137,8 @@ class Prepared:
             object.__setattr__(self, "features", features)
         return features
 
-    def without_text(self, featurize: Featurize) -> Prepared:
+    def without_text(self, featurize: Featurize, *, written: bool = False) -> Prepared:
         """This document with its features computed and its text dropped: what a process that only
-        judges needs (``zhdedup scan``'s), and a tenth of what a worker would otherwise send back."""
-        return Prepared(self.doc_id, "", self.digest, self.featured(featurize))
+        judges needs (``zhdedup scan``'s), and a tenth of what a worker would otherwise send back.
+        ``written``: keep the text as written (what the Elasticsearch backend stores)."""
+        return Prepared(self.doc_id, "", self.digest, self.written if written else "", self.featured(featurize))

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from .config import DedupConfig
 from .errors import ConfigError, ZhDedupError
@@ -47,6 +47,7 @@ In = TypeVar("In")
 Out = TypeVar("Out")
 Step = Callable[[Fingerprinter, In], Out]
 Job = tuple[str, str | None, str | bytes | None]  # doc_id, text, html
+Texts = bool | Literal["written"]  # the texts of a Prepared a worker sends back: both, none, or the written one
 
 # Items per message to a worker: 64, not 16, made `zhdedup scan --workers 2` of 3,000 news documents 5 %
 # faster in 5 of 5 interleaved pairs (fewer messages for the parent's threads to pickle and wake for);
@@ -79,15 +80,15 @@ def prepare_job(fingerprinter: Fingerprinter, job: Job) -> Prepared:
     return fingerprinter.prepare(doc_id, text=text, html=html)
 
 
-def _travelling(result: Any, text: bool, featurize: Featurize) -> Any:
+def _travelling(result: Any, text: Texts, featurize: Featurize) -> Any:
     """Features of the documents in a worker's result computed now, so they travel back with them
     (in this process they are computed lazily: exact repeats never need them); their texts stay
     behind unless the caller uses them (most of the bytes sent back)."""
     if isinstance(result, tuple):
         return tuple(_travelling(value, text, featurize) for value in result)
     if isinstance(result, Prepared):
-        if not text:
-            return result.without_text(featurize)
+        if text is not True:
+            return result.without_text(featurize, written=text == "written")
         result.featured(featurize)
     return result
 
@@ -110,11 +111,11 @@ def _exit_with(parent_sentinel: int) -> None:
     os._exit(1)
 
 
-def _run_chunk(step: Step[In, Out], chunk: list[In], text: bool) -> list[Out | Exception]:
+def _run_chunk(step: Step[In, Out], chunk: list[In], text: Texts) -> list[Out | Exception]:
     return [_run_one(step, item, text) for item in chunk]
 
 
-def _run_one(step: Step[In, Out], item: In, text: bool) -> Out | Exception:
+def _run_one(step: Step[In, Out], item: In, text: Texts) -> Out | Exception:
     assert _fingerprinter is not None
     return _travelling(_guarded(step, _fingerprinter, item), text, _fingerprinter.features)
 
@@ -136,12 +137,13 @@ class PreparePool(Generic[In, Out]):
 
     ``result`` is the step's return value or the exception it raised (ZhDedupError, ValueError or
     OSError): one bad item is one bad line.  With ``text=False`` a worker sends documents back
-    without their cleaned text (:meth:`~scrapy_zhdedup.model.Prepared.without_text`), for a caller
+    without their texts (:meth:`~scrapy_zhdedup.model.Prepared.without_text`), with ``text="written"``
+    with only the text as written (what the Elasticsearch backend stores), for a caller
     that only judges them.
     """
 
     def __init__(self, config: DedupConfig, step: Step[In, Out], workers: int | None = None,
-                 chunk: int = CHUNK, *, fork: bool = False, text: bool = True) -> None:
+                 chunk: int = CHUNK, *, fork: bool = False, text: Texts = True) -> None:
         self.workers = default_workers() if workers is None else workers
         if self.workers < 1:
             raise ConfigError(f"workers must be at least 1, got {self.workers}")

@@ -120,9 +120,13 @@ choose_version() {
     [[ $ES_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "ZHDEDUP_ES_VERSION must be x.y.z, 8 or 9, got '$ES_VERSION'"
 }
 
+# This checkout's slot (0..PORT_SLOTS-1): the ports of its nodes are derived from it (es-cluster.sh too).
+checkout_slot() { echo $((16#${CHECKOUT_ID:0:8} % PORT_SLOTS)); }
+
 # Sets PORT, URL and RECORD: the override, else this checkout's port for this major version.
 choose_port() {
-    local slot=$((16#${CHECKOUT_ID:0:8} % PORT_SLOTS))
+    local slot
+    slot=$(checkout_slot)
     PORT=${ZHDEDUP_ES_PORT:-$((PORT_BASE + 2 * slot + (${ES_VERSION%%.*} == 8 ? 1 : 0)))}
     [[ $PORT =~ ^[0-9]+$ ]] || die "ZHDEDUP_ES_PORT must be a TCP port, got '$PORT'"
     ((PORT > 0 && PORT < 65536)) || die "ZHDEDUP_ES_PORT must be a TCP port, got '$PORT'"
@@ -222,9 +226,12 @@ fetch() {
 
 # --- node control -----------------------------------------------------------------------------------
 
+# curl options a sibling adds to every request of its node (es-secure.sh: its CA and admin, from a file).
+HTTP_OPTS=()
+
 http_ok() {
     if command -v curl >/dev/null; then
-        curl -fsS --max-time "${2:-10}" -o /dev/null "$1" 2>/dev/null
+        curl -fsS --max-time "${2:-10}" -o /dev/null "${HTTP_OPTS[@]}" "$1" 2>/dev/null
     else
         python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2]))' \
             "$1" "${2:-10}" 2>/dev/null
@@ -286,20 +293,33 @@ log_tail() {
     fi
 }
 
+# What the siblings of this script (es-cluster.sh, es-secure.sh) change in a node's elasticsearch.yml:
+# the cluster it forms, and its security settings (default: off, where the distribution has the module).
+CLUSTER_NAME=zhdedup-test
+DISCOVERY_SETTINGS="discovery.type: single-node"
+SECURITY_SETTINGS=""
+
+# What a sibling adds to a node's config directory before it starts (certificates, users); $1 is the
+# distribution's directory.
+configure_node() { :; }
+
+# Node name of the node on port $1 (the cluster's initial masters are named by it).
+node_name() { echo "zhdedup-$CHECKOUT_ID-$1"; }
+
 # Writes the per-node config dir (ES_PATH_CONF): the distribution's files plus our settings.
 write_config() {
     local dist=$1 conf=$NODE_DIR/config
     mkdir -p "$conf/jvm.options.d" "$NODE_DIR/data" "$NODE_DIR/logs" "$NODE_DIR/tmp"
     cp -pR "$dist/config/." "$conf/"
-    local security=""
-    [[ -d $dist/modules/x-pack-security ]] && security="xpack.security.enabled: false"
+    local security=$SECURITY_SETTINGS
+    [[ -z $security && -d $dist/modules/x-pack-security ]] && security="xpack.security.enabled: false"
     cat >"$conf/elasticsearch.yml" <<EOF
 # Written by scripts/es-node.sh; rewritten on every start.
-cluster.name: zhdedup-test
-node.name: zhdedup-$CHECKOUT_ID-$PORT
+cluster.name: $CLUSTER_NAME
+node.name: $(node_name "$PORT")
 network.host: 127.0.0.1
 http.port: $PORT
-discovery.type: single-node
+$DISCOVERY_SETTINGS
 path.data: $NODE_DIR/data
 path.logs: $NODE_DIR/logs
 # A test node on a nearly full disk must not turn indices read-only.
@@ -313,12 +333,25 @@ EOF
 }
 
 start() {
-    local pid dist
+    local pid began=$SECONDS left
     if pid=$(running_pid); then
         wait_yellow "$pid" "$START_TIMEOUT" || { log_tail; die "Elasticsearch (pid $pid) runs but is not yellow on $URL"; }
         echo "$URL"
         return
     fi
+    launch
+    pid=$(running_pid) || abort_start "Elasticsearch exited right after starting"
+    left=$((START_TIMEOUT - (SECONDS - began)))
+    wait_yellow "$pid" $((left > 10 ? left : 10)) ||
+        abort_start "Elasticsearch (pid $pid) not yellow on $URL within ${START_TIMEOUT}s"
+    record
+    echo "$URL"
+}
+
+# Starts the node of PORT/NODE_DIR in the background: returns once its process runs (not once it
+# serves: a node of a cluster answers only when the cluster has formed); a failed launch is stopped.
+launch() {
+    local dist
     port_in_use && die "port $PORT on 127.0.0.1 is taken by $(port_owner); set ZHDEDUP_ES_PORT to use another port"
     fetch
     dist=$(dist_dir)
@@ -331,9 +364,10 @@ start() {
     echo "$ES_VERSION" >"$NODE_DIR/version"
     echo "$CHECKOUT" >"$NODE_DIR/checkout"
     write_config "$dist"
+    configure_node "$dist"
     is_root && chown -R "$ES_USER:$ES_USER" "$NODE_DIR"
     say "starting Elasticsearch $ES_VERSION on $URL (Java $(java_major "$JAVA_HOME_FOR_ES") at $JAVA_HOME_FOR_ES, heap $HEAP)"
-    local began=$SECONDS rc=0 left
+    local rc=0
     # -d returns once the node has started (the server writes the -p pid file itself); `timeout`
     # bounds a launch that hangs.
     # The launcher's own JVM probes the node's flags in a "final-flags…" directory it never removes: under
@@ -345,12 +379,6 @@ start() {
         >"$NODE_DIR/logs/launcher.out" 2>&1 </dev/null) || rc=$?
     ((rc != 124)) || abort_start "Elasticsearch did not start within ${START_TIMEOUT}s"
     ((rc == 0)) || abort_start "Elasticsearch failed to start (launcher exit code $rc)"
-    pid=$(running_pid) || abort_start "Elasticsearch exited right after starting"
-    left=$((START_TIMEOUT - (SECONDS - began)))
-    wait_yellow "$pid" $((left > 10 ? left : 10)) ||
-        abort_start "Elasticsearch (pid $pid) not yellow on $URL within ${START_TIMEOUT}s"
-    record
-    echo "$URL"
 }
 
 # Writes <checkout>/.cache/es-node-<port>.env, so a person (or `source`) finds this checkout's node.
@@ -447,4 +475,5 @@ main() {
     esac
 }
 
-main "$@"
+# Sourced by its siblings (es-cluster.sh, es-secure.sh) for the functions above; run, it is the command.
+[[ ${BASH_SOURCE[0]} != "$0" ]] || main "$@"

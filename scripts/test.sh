@@ -3,19 +3,25 @@
 # Elasticsearch 9 node on 127.0.0.1 and runs pytest; then, because the README promises
 # Elasticsearch 8 as well, runs the Elasticsearch tests (-m es) again against this checkout's
 # Elasticsearch 8 node with an 8.x client from a second virtualenv (.venv-es8). Nodes it started
-# are stopped at the end; a node that was already running is left running.
+# are stopped at the end; a node that was already running is left running. The tests that need more
+# than the shared node start what they need themselves, once, and stop it after their module (the
+# 3-node cluster of scripts/es-cluster.sh for -m cluster, the node with security and TLS of
+# scripts/es-secure.sh for -m security); they run on Elasticsearch 9 only, and what an interrupted
+# run left behind is stopped here too.
 # Extra arguments go to pytest, in both runs.
 #
 #   ZHDEDUP_TEST_ES_URL=URL  run once, against your own Elasticsearch 8/9 at URL (no node is started)
 #   ZHDEDUP_TEST_ES8=0       skip the Elasticsearch 8 run
 #   ZHDEDUP_ES_PORT          port of the 9.x node; ZHDEDUP_ES8_PORT that of the 8.x node
 #                            (default for both: derived from the checkout, see scripts/es-node.sh)
-# shellcheck disable=SC2317  # es9, es8 and stop_started are called indirectly
+# shellcheck disable=SC2317  # es9, es8, cluster, secure and stop_started are called indirectly
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 es9() { bash scripts/es-node.sh "$@"; }
+cluster() { bash scripts/es-cluster.sh "$@"; }
+secure() { bash scripts/es-secure.sh "$@"; }
 es8() {
   env -u ZHDEDUP_ES_PORT ${ZHDEDUP_ES8_PORT:+ZHDEDUP_ES_PORT="$ZHDEDUP_ES8_PORT"} ZHDEDUP_ES_VERSION=8 \
     bash scripts/es-node.sh "$@"
@@ -57,6 +63,8 @@ fi
 # One node after the other: measured under load on 2 cores, preparing the 8.x node while the 9.x
 # run went on made the whole command slower (803 s against 681 s), the two competing for the CPU.
 rc=0
+claim_node cluster # started by the tests that need them; stopped here if a killed run left them running
+claim_node secure
 claim_node es9
 es9 start >/dev/null
 ZHDEDUP_TEST_ES_URL=$(es9 url) run_pytest .venv/bin/python "$@" || rc=$?
@@ -67,7 +75,7 @@ if [ "${ZHDEDUP_TEST_ES8:-1}" != 0 ]; then
   claim_node es8
   es8 start >/dev/null
   es8_rc=0
-  ZHDEDUP_TEST_ES_URL=$(es8 url) .venv-es8/bin/python -m pytest -m es "$@" || es8_rc=$?
+  ZHDEDUP_TEST_ES_URL=$(es8 url) .venv-es8/bin/python -m pytest -m "es and not cluster and not security" "$@" || es8_rc=$?
   # Exit 5 here means the arguments selected no Elasticsearch test (the 9.x run above guards against an
   # empty suite), so there is nothing to repeat on 8.
   [ "$es8_rc" -eq 5 ] && echo "no Elasticsearch test among the selected ones: nothing to run on 8" >&2

@@ -27,6 +27,7 @@ from es_plugin.errors import (
     IngestStopped,
     LookupFailedError,
     LookupItemError,
+    MissingPrivilegeError,
     WritesRejectedError,
 )
 from scrapy_zhdedup.errors import (
@@ -60,6 +61,7 @@ ERRORS: list[ZhDedupError] = [
     EsUnavailableError("Elasticsearch at http://127.0.0.1:1 is not reachable"),
     LookupFailedError("looking up 'a' failed after 5 retries"),
     LookupItemError({"type": "es_rejected_execution_exception"}, 429),
+    MissingPrivilegeError("es status needs read on docs"),
     EsRequestError("Elasticsearch at http://127.0.0.1:9200 answered 400: bad query"),
     EsIndexError("docs: no such index"),
     WritesRejectedError("reconcile: 1 of 2 changes were rejected"),

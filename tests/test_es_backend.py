@@ -456,7 +456,7 @@ def test_the_clients_lines_are_quiet_unless_debug_was_asked_for(settings: dict[s
     try:
         transport.setLevel(logging.NOTSET)
         quiet_transport(Settings(settings, priority="project"))
-        assert transport.getEffectiveLevel() == logging.WARNING if quiet else transport.level == logging.NOTSET
+        assert transport.getEffectiveLevel() == logging.ERROR if quiet else transport.level == logging.NOTSET
         transport.setLevel(logging.INFO)  # a level set by the user is theirs
         quiet_transport(Settings({}, priority="project"))
         assert transport.level == logging.INFO

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from elasticsearch import Elasticsearch
+from zhtexts import news_page
 
 from es_plugin.commands.ingest import ingest
 from es_plugin.commands.search import folded_search
@@ -21,6 +23,7 @@ from es_plugin.index.template import template_body, template_name
 from examples.site.generate import generate
 from scrapy_zhdedup.config import Analysis, DedupConfig, EsConfig
 from scrapy_zhdedup.index.bands import BandLayout
+from scrapy_zhdedup.text.clean import TextCleaner
 
 # query -> the base article (manifest "base") whose pages answer it
 QUERIES = {
@@ -111,3 +114,30 @@ def test_jieba_queries_are_segmented_and_normalised() -> None:
     assert search.query_text("臺風登陸") == "台风 登陆"
     assert search.query_text("ＡＢＣ 公司，上市") == "abc 公司 上市"
     assert search.searched(["title", "text"]) == ["title", "zhdedup.words"]
+
+
+@pytest.mark.es
+def test_the_pages_own_text_is_stored_and_either_script_finds_it(es_url: str, es_client: Elasticsearch, index: str,
+                                                                  tmp_path: Path) -> None:
+    """A Hong Kong page in traditional characters and a mainland one in simplified: each stored as written
+    (script, full-width punctuation), both found by 臺風 and by 台风 (through the normalised words)."""
+    hong_kong = ("強烈颱風「山竹」今日下午在香港以南約一百公里掠過，天文台懸掛十號颶風信號。"
+                 "全港學校停課，渡輪及巴士服務暫停，市民應留在安全地方，遠離海旁。")
+    page = news_page("颱風山竹襲港", hong_kong)
+    mainland = ("今年第二十号台风今天下午在海南文昌沿海登陆，登陆时中心附近最大风力十二级。"
+                "省气象台提醒沿海渔船回港避风，海口、三亚两地机场部分航班取消。")
+    src = tmp_path / "pages.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (
+        {"id": "hk", "html": page}, {"id": "cn", "text": mainland})), encoding="utf-8")
+    es = EsConfig(es_url=es_url, es_index=index, es_dead_letter=str(tmp_path / "dead.jsonl"))
+    report = ingest([src], DedupConfig(), es, checkpoint_dir=tmp_path / "ck", workers=2)
+    assert report["unique"] == 2
+    stored = {hit["_id"]: hit["_source"] for hit in es_client.search(index=index, query={"match_all": {}})["hits"]["hits"]}
+    texts = {source["zhdedup"]["doc_id"]: source["text"] for source in stored.values()}
+    assert texts == {"hk": TextCleaner().cleaned(html=page).written, "cn": mainland}
+    assert hong_kong in texts["hk"] and "颱風" in texts["hk"] and "，" in texts["hk"]  # not 台风, not ","
+    assert all("台风" in source["zhdedup"]["words"].split() for source in stored.values())  # normalised words
+    for query in ("臺風", "台风", "颱風"):
+        found = {hit["doc_id"] for hit in folded_search(es_client, index, query)["hits"]}
+        assert found == {"hk", "cn"}, query
+    assert {h["doc_id"] for h in folded_search(es_client, index, "颱風 香港")["hits"]} == {"hk"}

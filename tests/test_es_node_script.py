@@ -15,9 +15,10 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "es-node.sh"
 
 
 def _checkout(root: Path) -> Path:
-    """A stand-in checkout: the script derives the node's identity from the directory it sits in."""
+    """A stand-in checkout: the scripts derive the nodes' identity from the directory they sit in."""
     (root / "scripts").mkdir(parents=True)
-    shutil.copy(SCRIPT, root / "scripts" / "es-node.sh")
+    for script in ("es-node.sh", "es-cluster.sh", "es-secure.sh"):
+        shutil.copy(SCRIPT.parent / script, root / "scripts" / script)
     return root
 
 
@@ -66,3 +67,22 @@ def test_another_checkout_neither_stops_nor_takes_over_a_running_node(tmp_path: 
 
     with urllib.request.urlopen(f"{es_url}/_cluster/health", timeout=30) as resp:
         assert resp.status == 200
+
+
+def _ports(checkout: Path, script: str, command: str) -> list[int]:
+    proc = subprocess.run(["bash", str(checkout / "scripts" / script), command], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return [int(url.rsplit(":", 1)[1]) for url in proc.stdout.strip().split(",")]
+
+
+def test_the_cluster_and_the_secure_node_of_each_checkout_have_ports_of_their_own(tmp_path: Path) -> None:
+    a, b = _checkout(tmp_path / "a"), _checkout(tmp_path / "b")
+    clusters = [_ports(c, "es-cluster.sh", "urls") for c in (a, b)]
+    secure = [_ports(c, "es-secure.sh", "url")[0] for c in (a, b)]
+    assert all(len(ports) == 3 and all(30700 <= p < 32200 for p in ports) for ports in clusters)
+    assert all(30200 <= p < 30700 for p in secure)
+    nodes = [_port(c, ZHDEDUP_ES_VERSION="9") for c in (a, b)]
+    mine = [{*clusters[i], secure[i], nodes[i], nodes[i] + 1} for i in (0, 1)]
+    assert len(mine[0]) == len(mine[1]) == 6 and not mine[0] & mine[1]  # nothing shared, within or across
+    assert _ports(a, "es-cluster.sh", "urls") == clusters[0]  # stable

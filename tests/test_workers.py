@@ -17,7 +17,7 @@ from scrapy_zhdedup import DedupConfig, EmptyTextError
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.model import Prepared
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
-from scrapy_zhdedup.workers import Job, PreparePool, TurnBatcher, prepare_job, prepared_by
+from scrapy_zhdedup.workers import Job, PreparePool, Texts, TurnBatcher, prepare_job, prepared_by
 
 ARTICLES = zhtexts.articles(40)
 
@@ -90,8 +90,8 @@ def test_a_bad_record_is_a_value_and_the_input_is_read_lazily() -> None:
     assert len(read) <= 2 * 4 * 4 + 4 + 1  # the window: workers x 4 chunks of 4, plus one being cut
 
 
-@pytest.mark.parametrize("text", [True, False])
-def test_features_travel_back_from_the_workers(text: bool) -> None:
+@pytest.mark.parametrize("text", [True, False, "written"])
+def test_features_travel_back_from_the_workers(text: Texts) -> None:
     with PreparePool(DedupConfig(), prepare_job, workers=2, text=text) as pool:
         [prepared] = list(pool.map([("a", ARTICLES[0].text, None)]))
     assert isinstance(prepared, Prepared) and prepared.features is not None
@@ -100,7 +100,8 @@ def test_features_travel_back_from_the_workers(text: bool) -> None:
     features = fingerprinter.features(local.clean)
     assert prepared.features._replace(sketch=None) == features._replace(sketch=None)
     assert prepared.features.sketch.to_bytes() == features.sketch.to_bytes()
-    assert prepared.digest == local.digest and prepared.clean == (local.clean if text else "")
+    assert prepared.digest == local.digest and prepared.clean == (local.clean if text is True else "")
+    assert prepared.written == (local.written if text else "") and local.written != local.clean  # width kept
 
 
 def test_the_items_of_one_turn_go_together_and_each_result_comes_back_to_its_future() -> None:

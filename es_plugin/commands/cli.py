@@ -28,6 +28,7 @@ from scrapy_zhdedup.config import (
     from_args,
 )
 from scrapy_zhdedup.errors import ConfigError
+from scrapy_zhdedup.esurl import node_urls, redact
 from scrapy_zhdedup.explain import decided
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.workers import add_workers_option
@@ -38,6 +39,8 @@ from ..store.groupcommit import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
+
+    from ..privileges import Needs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -132,8 +135,11 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
         from elastic_transport import TransportError
         from elasticsearch import ApiError
 
-        from ..client import redact
+        from ..client import quiet_client_logs
 
+        node_urls(args.es_url)  # a URL the client cannot use: one line, before anything starts
+        if not getattr(args, "verbose", False):
+            quiet_client_logs()
         try:
             return command(args)
         except ApiError as exc:
@@ -166,12 +172,14 @@ def _search_text(args: argparse.Namespace) -> SearchText:
 
 
 @contextmanager
-def _client(args: argparse.Namespace) -> Iterator[Elasticsearch]:
+def _client(args: argparse.Namespace, needs: Needs) -> Iterator[Elasticsearch]:
+    """A client of a node that answers, for a user who has what the command ``needs`` (privileges.py)."""
     from ..client import check_reachable, make_client
+    from ..privileges import Access
 
     client = make_client(from_args(EsConfig, args))
     try:
-        check_reachable(client, args.es_url)
+        check_reachable(client, args.es_url, Access(args.es_index, needs))
         yield client
     finally:
         client.close()
@@ -203,7 +211,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         user_properties = user_properties.get("properties", user_properties)
     if args.shards < 1:
         raise ConfigError("--shards must be at least 1")
-    with _client(args) as client:
+    from ..privileges import INSTALL
+
+    with _client(args, INSTALL) as client:
         dedup = from_args(DedupConfig, args)
         report = install(client, args.es_index, BandLayout.from_config(dedup), user_properties, shards=args.shards,
                          search=_search_text(args), fingerprint=fingerprint_settings(dedup))
@@ -214,8 +224,9 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from ..index.template import status
+    from ..privileges import STATUS
 
-    with _client(args) as client:
+    with _client(args, STATUS) as client:
         report = status(client, args.es_index, BandLayout.from_config(from_args(DedupConfig, args)))
     if args.json:
         _print(report)
@@ -232,9 +243,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
+    from .. import privileges
     from .reconcile import reconcile
 
-    with _client(args) as client, _bar(None, "doc", "reconcile") as bar:
+    with _client(args, privileges.reconcile(not args.dry_run)) as client, _bar(None, "doc", "reconcile") as bar:
         config = from_args(DedupConfig, args)
         report = reconcile(client, args.es_index, config, apply=not args.dry_run, delete=args.delete, progress=bar)
     if args.json:
@@ -320,7 +332,9 @@ def cmd_search(args: argparse.Namespace) -> int:
                                  search=search)
         print(curl_command(args.es_url, args.es_index, body))
         return 0
-    with _client(args) as client:
+    from ..privileges import SEARCH
+
+    with _client(args, SEARCH) as client:
         if args.all:
             for group in iter_folded(client, args.es_index, query, fields=fields, search=search):
                 print(json.dumps(group, ensure_ascii=False))
@@ -341,9 +355,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def curl_command(url: str, index: str, body: dict[str, Any]) -> str:
-    """The search as a shell command to paste (credentials left out); the body goes through a quoted
-    here-document, so no character of the query needs escaping."""
-    return (f"curl -sS -H 'Content-Type: application/json' '{url.rstrip('/')}/{index}/_search?pretty' -d @- <<'JSON'\n"
+    """The search as a shell command to paste, sent to the first node of ``url`` (credentials left out);
+    the body goes through a quoted here-document, so no character of the query needs escaping."""
+    first = node_urls(url)[0].url
+    return (f"curl -sS -H 'Content-Type: application/json' '{first.rstrip('/')}/{index}/_search?pretty' -d @- <<'JSON'\n"
             f"{_readable_json(body)}\nJSON")
 
 
@@ -402,12 +417,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from scrapy_zhdedup.cli.output import check_output
     from scrapy_zhdedup.report.page import write
 
+    from ..privileges import REPORT
     from .report import from_index
 
     if args.max_clusters < 1:
         raise ConfigError("--max-clusters must be at least 1")
     check_output(args.output, [])
-    with _client(args) as client:
+    with _client(args, REPORT) as client:
         if not client.indices.exists(index=args.es_index):
             raise EsIndexError(f"{args.es_index}: no such index")
         findings = from_index(client, args.es_index, args.es_text_field, max_clusters=args.max_clusters)
@@ -419,10 +435,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_dedup_index(args: argparse.Namespace) -> int:
+    from .. import privileges
     from .dedup_index import dedup_index
 
     checkpoint = args.checkpoint or Path(".zhdedup-checkpoints") / f"dedup-index-{args.es_index}.json"
-    with _client(args) as client:
+    with _client(args, privileges.dedup_index(not args.dry_run)) as client:
         total = client.count(index=args.es_index)["count"]
         with _bar(total, "doc", "dedup-index") as bar:
             report = dedup_index(client, args.es_index, from_args(DedupConfig, args), text_field=args.es_text_field,

@@ -12,7 +12,7 @@ Inputs:
 
 Documents are cleaned (HTML: main text extracted) and fingerprinted by ``workers`` processes
 (workers.py) and judged here in input order, so the verdicts do not depend on ``workers``; the
-backend stores the cleaned text (``--text-field``), never the raw HTML.
+backend stores the main text as the page wrote it (``--text-field``), never the raw HTML.
 
 Resuming: one checkpoint file per (index, input) records how far the input was written (last line
 number, or number of files), saved only after the backend's ``flush`` returned with every document
@@ -60,6 +60,7 @@ from scrapy_zhdedup.workers import PreparePool
 from ..client import make_async_client
 from ..errors import CheckpointError, EsUnavailableError, IngestStopped
 from ..operations import adrive
+from ..privileges import INGEST
 from ..store.deadletter import DEFAULT_NAME
 from ..store.groupcommit import DEFAULT_CONCURRENCY
 from ..store.retry import RetryPolicy
@@ -120,7 +121,7 @@ class Reader:
     def jsonl(self, source: Path, start: int) -> Iterator[Item]:
         with open_input(source) as fh:
             for rec in read_records(fh, str(source), strict=self.strict, start_line=start, errors=self.errors):
-                document = {k: v for k, v in rec.data.items() if k != "html"}  # the backend stores the clean text
+                document = {k: v for k, v in rec.data.items() if k != "html"}  # the backend stores the main text
                 yield Item(rec.doc_id, rec.text, document, rec.path, rec.line, rec.line, rec.html)
 
     def html_dir(self, source: Path, files: list[Path], start: int) -> Iterator[Item]:
@@ -178,7 +179,7 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
             raise InputError(f"{source}: no such file or directory")
     # first, before the event loop, its threads and connections exist: the workers are forked
     opened = time.perf_counter()
-    with PreparePool(dedup, prepare_for_index, workers, fork=True) as pool:
+    with PreparePool(dedup, prepare_for_index, workers, fork=True, text="written") as pool:
         start_up = time.perf_counter() - opened
         report = asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
                                      concurrency, pool, progress))
@@ -190,9 +191,9 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
                   pool: PreparePool[IndexJob, Indexable], progress: Progress | None) -> dict[str, Any]:
     if not es.es_dead_letter:  # beside the checkpoints: both say what this run did not finish
         es = dataclasses.replace(es, es_dead_letter=str(checkpoint_dir / DEFAULT_NAME))
-    client = make_async_client(es, max_retries=0)  # the backend retries with its own backoff
+    client = make_async_client(es, caller_retries=True)  # the backend retries with its own backoff
     backend = ElasticsearchBackend(dedup, es, index_duplicates=mode == "annotate", client=client, in_order=True,
-                                   journal=False)  # a rerun judges from the checkpoint
+                                   journal=False, needs=INGEST)  # journal: a rerun judges from the checkpoint
     errors: list[BadRecordError] = []
     reader = Reader(strict, errors)
     reports = []

@@ -31,6 +31,7 @@ from scrapy_zhdedup.errors import BadRecordError, InputError
 from scrapy_zhdedup.workers import PreparePool
 
 from ..client import make_async_client
+from ..privileges import REPLAY
 from ..store.backend import ElasticsearchBackend, prepare_for_index
 from ..store.deadletter import keep_only, read
 from ..store.retry import RetryPolicy
@@ -62,9 +63,9 @@ async def _replay(path: Path, dedup: DedupConfig, es: EsConfig, mode: str, text_
     mine = [i for i, r in enumerate(records)  # in file order
             if r.get("index") == es.es_index and r.get("doc_id") is not None and isinstance(r.get("document"), dict)]
     es = dataclasses.replace(es, es_dead_letter=str(path))  # refused again: back into the same file
-    client = make_async_client(es, max_retries=0)
+    client = make_async_client(es, caller_retries=True)
     backend = ElasticsearchBackend(dedup, es, index_duplicates=mode == "annotate", client=client,
-                                   journal=False)  # its lines stay until stored
+                                   journal=False, needs=REPLAY)  # journal: its lines stay until stored
     counts: Counter[str] = Counter()
     errors: list[BadRecordError] = []
     reader = Reader(False, errors)

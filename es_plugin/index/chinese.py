@@ -4,10 +4,12 @@ Elasticsearch's standard analyzer indexes Chinese one character at a time, so "�
 any text that holds those four characters somewhere (a football report did).  Word-level search
 needs a segmenter, and core Elasticsearch (managed clusters, the minimal distribution) has none.
 So with the ``jieba`` preset the segmenting is done here, with the engine's own segmenter (rjieba):
-the stored document carries ``zhdedup.words``, its cleaned text as space-separated lowercased
-words, mapped with the built-in ``whitespace`` analyzer, and a query is normalised and segmented
-the same way before it is sent.  Where the cluster has an analysis plugin, the ``smartcn`` and
-``ik`` presets map the text field with it instead and send queries as typed.
+the stored document carries ``zhdedup.words``, its normalised text (simplified characters,
+half-width punctuation: the form that was hashed) as space-separated lowercased words, mapped with
+the built-in ``whitespace`` analyzer, and a query is normalised and segmented the same way before it
+is sent, so 臺風 and 台风 find the same pages while the text field keeps each page's own text.
+Where the cluster has an analysis plugin, the ``smartcn`` and ``ik`` presets map the text field with
+it instead and send queries as typed (a query then finds the pages written in its script).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def segment(text: str) -> str:
 
 @dataclass(frozen=True)
 class SearchText:
-    """Where the cleaned text is stored (``text_field``) and how it is analysed (``analysis``)."""
+    """Where the main text is stored, as the page wrote it (``text_field``) and how it is analysed (``analysis``)."""
 
     text_field: str = "text"
     analysis: Analysis = "jieba"
@@ -62,7 +64,7 @@ class SearchText:
                 self.text_field: {"type": "text", **_ANALYZERS[self.analysis]}}
 
     def words(self, clean: str) -> str | None:
-        """What ``zhdedup.words`` stores for a cleaned text (None when the cluster segments)."""
+        """What ``zhdedup.words`` stores for a normalised text (None when the cluster segments)."""
         return segment(clean) if self.segments else None
 
     def searched(self, fields: Sequence[str]) -> list[str]:
@@ -70,10 +72,12 @@ class SearchText:
         return [WORDS_FIELD if self.segments and f == self.text_field else f for f in fields]
 
     def query_text(self, query: str, cleaner: TextCleaner | None = None) -> str:
-        """A typed query as the index holds text: normalised (width, traditional characters) and, with
-        ``jieba``, segmented into the same words."""
-        normal = (cleaner or TextCleaner()).normalise(query)
-        return segment(normal) if self.segments else normal
+        """A typed query as the index holds what it searches: with ``jieba`` normalised (width, traditional
+        characters) and segmented, as ``zhdedup.words`` holds the text; with a plugin as typed, since the
+        text field holds the page's own text (a query then finds the pages written in its script)."""
+        if not self.segments:
+            return query.strip()
+        return segment((cleaner or TextCleaner()).normalise(query))
 
 
 DEFAULT_SEARCH = SearchText()

@@ -277,6 +277,9 @@ def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | N
     mappings = yield from _get_mappings(index)
     if mappings is not None:
         check_mappings(index, mappings, layout, fingerprint)  # before the template is touched
+        if not replace:  # the template only makes new indices: a writer of one that exists needs no access to it
+            return {"index": index, "template": name, "template_action": "kept", "index_action": "exists",
+                    "template_version": TEMPLATE_VERSION, "layout": layout.to_dict()}
     current = yield from _get_template(name)
     if user_properties is None and current is not None:
         user_properties = _user_properties(current)  # re-installing must not drop the user's mapping
@@ -359,7 +362,8 @@ def install(client: Elasticsearch, index: str, layout: BandLayout, user_properti
 
     ``user_properties=None`` keeps the item mapping of an installed template.  With ``replace=False``
     an installed template is never changed (``template_action: "kept"``), as the backend does on start
-    so it cannot undo an administrator's ``es install``.  Raises :class:`LayoutMismatchError` or
+    so it cannot undo an administrator's ``es install``; on an index that exists it is not even read
+    (a crawler then needs no privilege on templates).  Raises :class:`LayoutMismatchError` or
     :class:`EsIndexError` when an existing index does not fit, before anything is changed.
     ``fingerprint`` (``storemeta.fingerprint_settings``) is recorded in a new index and checked on an existing one.
     """

@@ -62,11 +62,12 @@ from scrapy_zhdedup.store.meta import fingerprint_settings
 from scrapy_zhdedup.text.clean import decode_html
 from scrapy_zhdedup.workers import PreparePool, TurnBatcher, prepare_job, prepared_by
 
-from ..client import acheck_reachable, make_async_client, redact
+from ..client import acheck_reachable, make_async_client, quiet_client_logs, redact
 from ..errors import BulkInterruptedError, DeadLetterError, LookupFailedError, LookupItemError
 from ..index.chinese import SearchText, segment
 from ..index.template import ainstall, zhdedup_fields
 from ..operations import adrive
+from ..privileges import CRAWL, Access, Needs
 from .buffer import BulkBuffer, PendingBatch
 from .deadletter import DEFAULT_NAME, DeadLetters
 from .groupcommit import Entry, LookupWindow
@@ -114,11 +115,10 @@ def quiet_transport(settings: Any) -> None:
     """The client's INFO lines (two per item) drown a crawl's, and Scrapy's default ``LOG_LEVEL`` is DEBUG:
     they are silenced unless the project or command line asks for DEBUG (``LOG_LEVEL = "DEBUG"``,
     ``scrapy crawl -L DEBUG``) or the ``elastic_transport`` logger was given a level already."""
-    transport = logging.getLogger("elastic_transport")
     asked = (str(settings.get("LOG_LEVEL")).upper() == "DEBUG"
              and (settings.getpriority("LOG_LEVEL") or 0) > SETTINGS_PRIORITIES["default"])
-    if transport.level == logging.NOTSET and not asked:
-        transport.setLevel(logging.WARNING)
+    if logging.getLogger("elastic_transport").level == logging.NOTSET and not asked:
+        quiet_client_logs()
 
 
 @dataclasses.dataclass
@@ -162,13 +162,15 @@ class ElasticsearchBackend:
 
     def __init__(self, dedup: DedupConfig, es: EsConfig, *, stats: Any = None, index_duplicates: bool = False,
                  client: AsyncElasticsearch | None = None, backoff_base: float = 0.5,
-                 backoff_cap: float = 30.0, workers: int = 1, in_order: bool = False, journal: bool = True) -> None:
+                 backoff_cap: float = 30.0, workers: int = 1, in_order: bool = False, journal: bool = True,
+                 needs: Needs = CRAWL) -> None:
         """``workers`` > 1: :meth:`judge` prepares items on that many processes (``ZHDEDUP_WORKERS``).
         ``in_order``: a lookup batch starts only when the one before it was decided, so the verdicts
         are those of arrival order however many items are in flight (groupcommit.py; ``es ingest``).
         ``journal=False``: buffered documents are not kept on disk (journal.py), for a caller that can
         judge them again after a kill (``es ingest`` from its checkpoint, ``es replay`` from its file);
-        what dead writers left is taken over either way."""
+        what dead writers left is taken over either way.  ``needs``: the privileges checked at open on a
+        secured cluster (privileges.py)."""
         if es.es_bulk_size < 1:
             raise ConfigError(f"ZHDEDUP_ES_BULK_SIZE must be positive, got {es.es_bulk_size}")
         if es.es_flush_interval <= 0:
@@ -198,11 +200,12 @@ class ElasticsearchBackend:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zhdedup-es")
         # with worker processes, the items of one event-loop turn go to them together
         self._turns: TurnBatcher[IndexJob, Indexable] | None = None if workers <= 1 else TurnBatcher(
-            PreparePool(dedup, prepare_for_index, workers).__enter__(),
+            PreparePool(dedup, prepare_for_index, workers, text="written").__enter__(),
             lambda send: asyncio.get_running_loop().call_soon(send))
         self._window: LookupWindow | None = None  # made on the event loop, by the first judge()
         self._decided: asyncio.Future[None] | None = None  # set once the last judge_many called has decided
         self._in_order = in_order
+        self._needs = needs
         self._bloom = ExactFilter(error_rate=dedup.bloom_error_rate, initial_capacity=dedup.bloom_capacity)
         self._started = False
         self._loaded = f"Elasticsearch index {self.index} at {self.url}"  # with its document count, once open
@@ -257,7 +260,7 @@ class ElasticsearchBackend:
         """Judge one item and buffer it for writing (unless it is a duplicate in drop mode).
 
         ``document`` (the item's fields, without the page) is stored beside the ``zhdedup`` fields, with
-        the cleaned text in ``ZHDEDUP_ES_TEXT_FIELD``; bytes values are stored decoded like a page.
+        the main text as the page wrote it in ``ZHDEDUP_ES_TEXT_FIELD``; bytes values are stored decoded like a page.
         Items arriving together are looked up together (:meth:`judge_many`, groupcommit.py).  Raises
         EmptyTextError for items without text, InvalidDocumentError for a document Elasticsearch could
         not store, LookupFailedError (after dead-lettering the item) when lookups keep failing, and
@@ -344,8 +347,8 @@ class ElasticsearchBackend:
                     near_of.update((i, n) for (i, _, _), n in zip(unanswered, more))
             except (TransportError, ApiError, LookupItemError) as exc:
                 self.stats.inc("errors")
-                self.dead_letters.write([  # with the cleaned text: what a replay judges (the page is not kept)
-                    self.dead_letters.record(None, p.doc_id, {**d, self.search.text_field: p.clean}, "lookup", exc)
+                self.dead_letters.write([  # with the text as written: what a replay judges (the page is not kept)
+                    self.dead_letters.record(None, p.doc_id, {**d, self.search.text_field: p.written}, "lookup", exc)
                     for _, p, d in todo])
                 for i, prepared, _ in todo:
                     error = LookupFailedError(
@@ -415,11 +418,11 @@ class ElasticsearchBackend:
     async def _start(self) -> AsyncElasticsearch:
         async with self._start_lock:
             if self._client is None:
-                self._client = make_async_client(self.es, max_retries=0)  # we retry, with backoff and stats
+                self._client = make_async_client(self.es, caller_retries=True)  # we retry, with backoff and stats
             if self._started:
                 return self._client
             self.dead_letters.check()
-            await acheck_reachable(self._client, self.es.es_url)
+            await acheck_reachable(self._client, self.es.es_url, Access(self.index, self._needs))
             # creating an index can take longer than a lookup's timeout
             setup = self._client.options(request_timeout=max(self.es.es_timeout, SETUP_TIMEOUT))
             report = await ainstall(setup, self.index, self.layout, search=self.search, replace=False,
@@ -474,7 +477,7 @@ class ElasticsearchBackend:
             self._bloom.add(digest)  # again is therefore searched near beside that lookup, not after it
         if not written:
             return
-        document = {**document, self.search.text_field: prepared.clean}
+        document = {**document, self.search.text_field: prepared.written}
         if words is None:
             words = self.search.words(prepared.clean)
         if verdict.status == "exact":

@@ -29,7 +29,7 @@ from ..errors import LookupItemError
 from ..index.template import sketch_terms, stored_sketch
 from ..operations import Call, Steps
 from .buffer import BulkBuffer
-from .retry import RetryPolicy
+from .retry import RETRY_STATUSES, RetryPolicy
 from .stats import EsStats
 
 # Candidates on the first search page, most shared keys first; each later page is twice the last.
@@ -131,7 +131,7 @@ class EsLookups:
                 searches += [{"index": self.index}, {
                     "query": queries[i], "size": size, "from": offset, "_source": _SOURCE,
                     "track_total_hits": False}]
-            response = yield from self.policy.call(_msearch(searches), self.stats)
+            response = yield from self.policy.call(_msearch(searches), self.stats, _answered)
             unresolved, full = [], 0
             for i, result in zip(pending, response["responses"]):
                 hits = _hits(result)
@@ -166,7 +166,7 @@ class EsLookups:
             searches += [{"index": self.index}, {
                 "query": {"bool": {"filter": [{"terms": {"zhdedup.mh": keys}}, ORIGINALS]}}, "size": SEARCH_PAGE + 1,
                 "_source": _ALL_SOURCE, "track_total_hits": False}]
-        response = yield from self.policy.call(_msearch(searches), self.stats)
+        response = yield from self.policy.call(_msearch(searches), self.stats, _answered)
         more = []
         for i, (keys, result) in enumerate(zip(terms, response["responses"])):
             hits = _hits(result)
@@ -190,10 +190,20 @@ class EsLookups:
                               a.contained, a.reason)) for a in accepted)
 
 
+def _answered(response: Any) -> bool:
+    """Whether every search of an ``_msearch`` answered from all its shards: a shard that failed (its node
+    died during the fetch, which is not retried on another copy) leaves its documents out of the hits, and
+    a near repeat found nowhere else would be judged unique."""
+    return not any(result.get("_shards", {}).get("failed") or result.get("status") in RETRY_STATUSES
+                   for result in response["responses"])
+
+
 def _hits(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The hits of one ``_msearch`` answer; raises the error it holds instead."""
+    """The hits of one ``_msearch`` answer; raises the error it holds instead, or a shard's failure."""
     if "error" in result:
         raise LookupItemError(result["error"], result.get("status"))
+    if result.get("_shards", {}).get("failed"):
+        raise LookupItemError(result["_shards"].get("failures"), 503)
     hits: list[dict[str, Any]] = result["hits"]["hits"]
     return hits
 

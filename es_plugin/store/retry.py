@@ -5,6 +5,7 @@ with capped, jittered exponential backoff, as elasticsearch-py's helpers do.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,18 +35,23 @@ class RetryPolicy:
         """Seconds before retry number ``attempt`` (1, 2, ...): doubling, capped, jittered."""
         return min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
-    def call(self, call: Call, stats: EsStats) -> Steps:
-        """One request, retried while it fails transiently."""
+    def call(self, call: Call, stats: EsStats, complete: Callable[[Any], bool] | None = None) -> Steps:
+        """One request, retried while it fails transiently, or while ``complete`` says its answer is not
+        (a search some of whose shards failed, on a node that died under it, answers without their
+        documents); the last answer is returned as it is."""
         attempt = 0
         while True:
             try:
-                return (yield call)
+                response = yield call
             except (TransportError, ApiError) as exc:
                 if not self.transient(exc) or attempt >= self.max_retries:
                     raise
-                attempt += 1
-                stats.inc("retries")
-                yield Sleep(self.delay(attempt))
+            else:
+                if complete is None or complete(response) or attempt >= self.max_retries:
+                    return response
+            attempt += 1
+            stats.inc("retries")
+            yield Sleep(self.delay(attempt))
 
 
 def retryable(error: Exception | dict[str, Any]) -> bool:

@@ -104,6 +104,8 @@ class ZhDedupPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ZhDedupPipeline:
+        """A setting that cannot be used (a URL the client cannot parse, say) is one line first, then the
+        crawl fails as at :meth:`open_spider`."""
         settings = crawler.settings
         try:
             config = from_settings(PipelineConfig, settings)

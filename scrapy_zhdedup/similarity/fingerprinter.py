@@ -33,7 +33,8 @@ class Fingerprinter:
 
     def prepare(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
                 encoding: str | None = None) -> Prepared:
-        """Clean and hash one document; its features are computed when first needed (:meth:`features`).
+        """Clean and hash one document (its text kept as written too); its features are computed when first
+        needed (:meth:`features`).
 
         Raises EmptyTextError when nothing is left to judge, InvalidDocumentError for an id or text no
         store can keep (validate.py).
@@ -42,8 +43,8 @@ class Fingerprinter:
         for what, value in (("the text", text), ("the page", html)):
             if isinstance(value, str):  # before cleaning: OpenCC and the hash encode it as UTF-8
                 check_unicode(what, value)
-        clean = self.clean(text=text, html=html, encoding=encoding)
-        return Prepared(doc_id, clean, content_hash(clean))
+        cleaned = self.cleaner.cleaned(text=text, html=html, encoding=encoding)
+        return Prepared(doc_id, cleaned.normal, content_hash(cleaned.normal), cleaned.written)
 
     def clean(self, *, text: str | None = None, html: str | bytes | None = None,
               encoding: str | None = None) -> str:

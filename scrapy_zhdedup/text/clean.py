@@ -3,6 +3,8 @@
 Reposting changes the page around an article (header, navigation, sidebars, footer,
 scripts) and its surface (full-/half-width forms, spacing, traditional characters).
 Cleaning removes the first, normalisation the second, before anything is hashed.
+The main text is also kept as the page wrote it (:class:`Cleaned`): that is what is stored and
+shown, in its readers' script; the normalised form exists only in what is compared and searched.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 import unicodedata
 from functools import cached_property
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import charset_normalizer
 from lxml import etree
@@ -74,8 +76,15 @@ def decode_html(body: bytes, encoding: str | None = None) -> str:
     return text
 
 
+class Cleaned(NamedTuple):
+    """A document's main text twice."""
+
+    written: str  # as the page wrote it (script, width, punctuation), spacing and invisible characters cleaned
+    normal: str  # normalised: what is hashed, fingerprinted and segmented for search
+
+
 class TextCleaner:
-    """Turns a page or a plain text into the normalised text that is hashed and fingerprinted."""
+    """Turns a page or a plain text into its main text, as written and normalised."""
 
     def __init__(
         self,
@@ -99,6 +108,13 @@ class TextCleaner:
     def clean(self, *, text: str | None = None, html: str | bytes | None = None,
               encoding: str | None = None) -> str:
         """Normalised main text; raises :class:`EmptyTextError` if nothing judgeable is left."""
+        return self.cleaned(text=text, html=html, encoding=encoding).normal
+
+    def cleaned(self, *, text: str | None = None, html: str | bytes | None = None,
+                encoding: str | None = None) -> Cleaned:
+        """Main text as written and normalised; raises :class:`EmptyTextError` if nothing judgeable is left.
+        The normalised form is made from the extracted text, not from the written one, so it is exactly
+        what was hashed before the written form was kept (~0.015 ms more per news text)."""
         if text is None and html is None:
             raise EmptyTextError("neither text nor html given")
         if html is not None:
@@ -110,7 +126,7 @@ class TextCleaner:
         out = self.normalise(raw)
         if not _WORDLIKE.search(out):
             raise EmptyTextError("no words or Chinese characters left after cleaning")
-        return out
+        return Cleaned(_collapse_spaces(_INVISIBLE.sub("", raw)), out)
 
     def extract(self, html: str) -> str:
         """Main text of a page. Broken HTML is repaired by the parser, never rejected."""
