@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_es_faults --url http://127.0.0.1:9250 [--json out.json]
 
-Uses the fault tests' corpus and helpers (tests/test_es_faults.py): 300 real articles and reposts,
+Uses the fault tests' corpus and helpers (tests/support/es_runs.py): 300 real articles and reposts,
 ingested at the default ``--concurrency`` (decisions in input order).  Each fault is injected into a real process, the fault is
 repaired, the documented recovery is run (the same ``zhdedup es ingest`` again, then ``zhdedup es
 replay`` of the dead-letter file where the command exists), and the index is compared with an
@@ -16,7 +16,6 @@ import argparse
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -24,10 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from fault_node import FaultNode
-from test_es_faults import (
+from tests.support.es_runs import (
     corpus,
     doc_count,
     ingest_args,
@@ -35,17 +31,18 @@ from test_es_faults import (
     running,
     set_write_block,
     stored,
-    write_corpus,
     zhdedup,
     zhdedup_cmd,
 )
+from tests.support.fault_node import FaultNode
+from tests.support.helpers import write_jsonl
 
 HANG = 180  # seconds after which a run is called hung and killed
 
 
 def _ingest_with_fault(url: str, index: str, work: Path, inject: Callable[[], None], repair: Callable[[], None],
                        dead: Path) -> dict[str, Any]:
-    src = write_corpus(work / "corpus.jsonl", corpus())
+    src = write_jsonl(work / "corpus.jsonl", corpus())
     args = ingest_args(url, index, src, work, dead)
     with running(zhdedup_cmd(*args), work / "first.log") as proc:
         while doc_count(url, index) < len(corpus()) // 4 and proc.poll() is None:
@@ -84,7 +81,7 @@ def main() -> None:
     ref_index = f"fault-ref-{uuid.uuid4().hex[:8]}"
     made = [ref_index]
     try:
-        assert zhdedup(*ingest_args(args.url, ref_index, write_corpus(work / "ref.jsonl", corpus()),
+        assert zhdedup(*ingest_args(args.url, ref_index, write_jsonl(work / "ref.jsonl", corpus()),
                                     work / "ref")).returncode == 0
         reference = stored(args.url, ref_index)
 

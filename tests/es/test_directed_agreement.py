@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import zhtexts
 from elasticsearch import Elasticsearch
-from helpers import backend, write_jsonl
 
 from es_plugin.commands.dedup_index import dedup_index
 from es_plugin.commands.ingest import ingest
@@ -23,6 +21,8 @@ from es_plugin.index.template import install, zhdedup_fields
 from scrapy_zhdedup import DedupConfig, Deduper, Verdict
 from scrapy_zhdedup.config import EsConfig
 from scrapy_zhdedup.index.bands import BandLayout
+from tests.support import zhtexts
+from tests.support.helpers import backend, write_jsonl
 
 pytestmark = pytest.mark.es
 

@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
-from es_proxy import EsProxy
-from helpers import Stats, backend
 
 from benchmarks.corpus import normalize
 from benchmarks.reposts import add_header_footer, combo, edit_chars
@@ -23,6 +21,8 @@ from es_plugin.store.lookups import EsLookups, repeat_id
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.text.clean import TextCleaner, content_hash
+from tests.support.es_proxy import EsProxy
+from tests.support.helpers import Stats, backend
 
 pytestmark = pytest.mark.es
 

@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
-from helpers import Interrupt, interrupt_after
-from zhtexts import articles, edit_chars, traditional, with_attribution
 
 from es_plugin.commands.dedup_index import READ_SORT, dedup_index
 from es_plugin.commands.pointintime import PointInTime
@@ -23,6 +21,9 @@ from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError
 from scrapy_zhdedup.index.bands import BandLayout
+from tests.support.helpers import Interrupt, interrupt_after
+from tests.support.waiting import wait_until
+from tests.support.zhtexts import articles, edit_chars, traditional, with_attribution
 
 pytestmark = pytest.mark.es
 
@@ -136,10 +137,9 @@ def test_kill_9_at_random_moments_then_rerun_gives_the_uninterrupted_result(
         target = min(es_client.count(index=resumed, body=judged)["count"] + rng.randrange(5, 40), len(docs) - 20)
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            while es_client.count(index=resumed, body=judged)["count"] < target:
-                assert proc.poll() is None, "the run ended before it could be killed"
-                time.sleep(0.02)
-            time.sleep(rng.uniform(0, 0.2))
+            wait_until(lambda at=target: es_client.count(index=resumed, body=judged)["count"] >= at,
+                       f"{target} verdicts written", 600, proc=proc)
+            time.sleep(rng.uniform(0, 0.2))  # then killed at a random moment: the scenario
         finally:
             proc.kill()
             proc.wait(timeout=60)
@@ -168,9 +168,11 @@ def test_two_runs_side_by_side_give_the_result_of_one(es_url: str, es_client: El
         return int(es_client.count(index=shared, body=judged)["count"])
 
     def grows_past(n: int, run: subprocess.Popen[str]) -> None:
-        while count() <= n:
-            assert run.poll() is None, "a run ended before it wrote a verdict"
-            time.sleep(0.02)
+        wait_until(lambda: count() > n, f"verdict beyond the {n} written", 600, proc=run)
+
+    def writing() -> bool:
+        tasks = es_client.tasks.list(actions="indices:data/write/*")["nodes"]
+        return any(node["tasks"] for node in tasks.values())
 
     def start(i: int) -> subprocess.Popen[str]:
         return subprocess.Popen([sys.executable, "-m", "scrapy_zhdedup.cli", "es", "dedup-index", "--url", es_url,
@@ -180,7 +182,7 @@ def test_two_runs_side_by_side_give_the_result_of_one(es_url: str, es_client: El
 
     def paused(run: subprocess.Popen[str]) -> int:
         run.send_signal(signal.SIGSTOP)
-        time.sleep(0.3)  # a request already sent lands
+        wait_until(lambda: not writing(), "end of the writes the paused run had sent")  # they land, then count
         return count()
 
     first = start(0)

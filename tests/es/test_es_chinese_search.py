@@ -14,7 +14,6 @@ from typing import Any, cast
 
 import pytest
 from elasticsearch import Elasticsearch
-from zhtexts import news_page
 
 from es_plugin.commands.ingest import ingest
 from es_plugin.commands.search import folded_search
@@ -24,6 +23,7 @@ from examples.site.generate import generate
 from scrapy_zhdedup.config import Analysis, DedupConfig, EsConfig
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.text.clean import TextCleaner
+from tests.support.zhtexts import news_page
 
 # query -> the base article (manifest "base") whose pages answer it
 QUERIES = {

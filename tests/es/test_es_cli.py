@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from elasticsearch import Elasticsearch
-from zhtexts import articles, edit_chars, with_attribution
 
 from scrapy_zhdedup.cli.main import main
+from tests.support.zhtexts import articles, edit_chars, with_attribution
 
 pytestmark = pytest.mark.es
 

@@ -23,31 +23,32 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from es_cluster import Cluster
-from helpers import serving, write_jsonl
-from test_es_faults import (
+
+from tests.support.es_cluster import Cluster
+from tests.support.es_runs import (
     BULK,
     CHUNK,
     RUN_TIMEOUT,
     SPACING,
     Verdicts,
-    _crawl_result,
-    _http,
     assert_nothing_lost,
     assert_pages_stored,
     corpus,
     crawl_cmd,
+    crawl_result,
     dead_lines,
     doc_count,
     es_settings,
     ids_of,
     ingest_args,
+    request_json,
     running,
     stored,
     wait_for,
     zhdedup,
     zhdedup_cmd,
 )
+from tests.support.helpers import serving, write_jsonl
 
 pytestmark = [pytest.mark.es, pytest.mark.cluster]
 
@@ -74,7 +75,7 @@ def drop(urls: list[str], index: str) -> None:
     for path in (index, f"_index_template/zhdedup-{index}"):
         for url in urls:
             try:
-                _http("DELETE", f"{url}/{path}")
+                request_json("DELETE", f"{url}/{path}")
                 break
             except urllib.error.HTTPError:
                 break  # answered: never created
@@ -96,7 +97,7 @@ def install(urls: str, index: str, shards: int) -> None:
 
 def layout(url: str, index: str) -> tuple[int, int, int]:
     """Primary shards, replicas, and the nodes holding copies of them."""
-    shards = _http("GET", f"{url}/_cat/shards/{index}?format=json")
+    shards = request_json("GET", f"{url}/_cat/shards/{index}?format=json")
     primaries = sum(s["prirep"] == "p" for s in shards)
     return primaries, len(shards) // max(primaries, 1) - 1, len({s["node"] for s in shards})
 
@@ -193,7 +194,7 @@ def test_a_node_the_crawl_talks_to_killed_mid_crawl_loses_nothing(
             healthy.kill(2)
             proc.wait(timeout=RUN_TIMEOUT)
         log = (tmp_path / "crawl.log").read_text(encoding="utf-8")
-        result = _crawl_result(tmp_path, proc.returncode, log).result
+        result = crawl_result(tmp_path, proc.returncode, log).result
         assert proc.returncode == 0 and result is not None and result["reason"] == "finished", log[-5000:]
         assert f"Elasticsearch node {healthy.urls[1]} failed a request" in log, log[-5000:]
         assert "zhdedup/dead_letter" not in result["stats"] and not dead_lines(tmp_path / "dead.jsonl")

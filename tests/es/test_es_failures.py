@@ -16,10 +16,6 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
-from es_proxy import EsProxy
-from fault_node import free_port
-from helpers import Stats, backend
-from test_es_lookups import store
 
 from es_plugin.client import check_reachable, make_client
 from es_plugin.errors import EsUnavailableError, LookupItemError
@@ -36,6 +32,10 @@ from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
 from scrapy_zhdedup.text.clean import TextCleaner, content_hash
+from tests.es.test_es_lookups import store
+from tests.support.es_proxy import EsProxy
+from tests.support.fault_node import free_port
+from tests.support.helpers import Stats, backend
 
 pytestmark = pytest.mark.es
 

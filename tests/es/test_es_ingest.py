@@ -10,8 +10,6 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
-from helpers import Interrupt, interrupt_after
-from zhtexts import articles, edit_chars, news_page, traditional, traditional_tw, with_attribution
 
 from es_plugin.commands.ingest import ingest, open_checkpoint
 from es_plugin.errors import EsIndexError
@@ -22,6 +20,8 @@ from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import BadRecordError, LayoutMismatchError
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.text.clean import TextCleaner
+from tests.support.helpers import Interrupt, interrupt_after
+from tests.support.zhtexts import articles, edit_chars, news_page, traditional, traditional_tw, with_attribution
 
 pytestmark = pytest.mark.es
 

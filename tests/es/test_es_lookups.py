@@ -7,7 +7,6 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 from elasticsearch import Elasticsearch
-from helpers import Stats
 
 from es_plugin.index.template import install, zhdedup_fields
 from es_plugin.operations import Steps, drive
@@ -20,6 +19,7 @@ from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
 from scrapy_zhdedup.model import SKETCH_SIZE, Features, Match, Sketch, Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
+from tests.support.helpers import Stats
 
 pytestmark = pytest.mark.es
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
-from zhtexts import articles, edit_chars, with_attribution
 
 from es_plugin.commands.dedup_index import dedup_index
 from es_plugin.commands.search import folded_query_body, folded_search, iter_folded, query_clause
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ZhDedupError
+from tests.support.zhtexts import articles, edit_chars, with_attribution
 
 pytestmark = pytest.mark.es
 

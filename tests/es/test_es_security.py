@@ -22,14 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from es_secure import SecureNode
-from helpers import serving, write_jsonl
-from test_es_faults import crawl_cmd
-from zhtexts import articles, edit_chars, news_page, with_attribution
+
+from tests.support import ROOT
+from tests.support.es_runs import crawl_cmd
+from tests.support.es_secure import SecureNode
+from tests.support.helpers import serving, write_jsonl
+from tests.support.zhtexts import articles, edit_chars, news_page, with_attribution
 
 pytestmark = [pytest.mark.es, pytest.mark.security]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = ROOT / "README.md"
 USER = "zhdedup-user"
 CRAWLER = "zhdedup-crawler"  # what a crawl of an installed index needs (README's table)
 CRAWLER_ROLE = {"indices": [{"names": ["zhdedup-*"], "privileges": ["read", "write", "view_index_metadata"]}]}

@@ -16,12 +16,14 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
-from helpers import serving
-from zhtexts import articles, edit_chars, news_page, with_attribution
+
+from tests.support import SUPPORT
+from tests.support.helpers import serving
+from tests.support.zhtexts import articles, edit_chars, news_page, with_attribution
 
 pytestmark = [pytest.mark.es]
 
-SPIDER = Path(__file__).resolve().parent / "fault_spider.py"
+SPIDER = SUPPORT / "fault_spider.py"
 ORIGINALS = 10
 KILL_AT = "o6.html"  # the 8th page: o0..o5 and r0 are done with before it
 RERUN_STATS = ("zhdedup/judged", "zhdedup/unique", "zhdedup/rerun/delivered", "zhdedup/rerun/undelivered",

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from scrapy_zhdedup.pipelines.delivery import DeliveryLedger
+
+pytestmark = pytest.mark.fault
 
 NOTE_THEN = """
 import os, signal, sys, time

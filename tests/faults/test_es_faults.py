@@ -20,7 +20,6 @@ the first copy.  There only clusters without a dead-lettered member are compared
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import shutil
@@ -28,177 +27,46 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 import uuid
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import cache
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
-from fault_node import FaultNode, free_port
-from helpers import on_a_small_disk, serving, write_jsonl
-from zhtexts import articles, edit_chars, news_page, traditional, with_attribution
+
+from tests.support.es_runs import (
+    BULK,
+    CHUNK,
+    RUN_TIMEOUT,
+    SPACING,
+    Verdicts,
+    assert_nothing_lost,
+    assert_pages_stored,
+    bulks_answered,
+    corpus,
+    crawl,
+    crawl_cmd,
+    crawl_result,
+    dead_lines,
+    doc_count,
+    es_settings,
+    ids_of,
+    ingest_args,
+    replay,
+    running,
+    set_write_block,
+    stored,
+    wait_for,
+    zhdedup,
+    zhdedup_cmd,
+)
+from tests.support.fault_node import FaultNode, free_port
+from tests.support.helpers import on_a_small_disk, serving, write_jsonl
+from tests.support.zhtexts import articles
 
 pytestmark = [pytest.mark.es, pytest.mark.fault]
 
-TESTS = Path(__file__).resolve().parent
-SPIDER = TESTS / "fault_spider.py"
-CHUNK = 50  # originals per chunk; each chunk is followed by reposts of half of them
-SPACING = CHUNK // 2  # a repost comes at least this many documents after its original
-BULK = 10  # documents per bulk: SPACING is more than two bulks
-RUN_TIMEOUT = 600  # seconds any one subprocess may take before the test calls it hung
 SECRET = "s3cr3t-pw-zhdedup"
-Verdicts = dict[str, tuple[str, str | None, int | None]]  # doc id -> (status, dup_of, distance)
-
-
-# --- corpus and site ---------------------------------------------------------------------------------
-
-
-@cache
-def corpus() -> tuple[dict[str, str], ...]:
-    """Real articles as pages; after every CHUNK originals, reposts of half of them (4 kinds of edit)."""
-    originals = articles(4 * CHUNK, max_chars=1200)
-    out: list[dict[str, str]] = []
-    for start in range(0, len(originals), CHUNK):
-        chunk = originals[start : start + CHUNK]
-        out += [{"id": f"o{start + i}", "html": news_page(a.title, a.text)} for i, a in enumerate(chunk)]
-        for i, a in enumerate(chunk[:SPACING]):
-            kind = i % 4
-            text = (a.text, with_attribution(a.text), edit_chars(a.text, 2, i), traditional(a.text))[kind]
-            site = "caijing" if kind else "xinwen"
-            out.append({"id": f"r{start + i}", "html": news_page(a.title, text, site=site)})
-    return tuple(out)
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The corpus served as pages ``<base><id>.html``; yields the base URL."""
-    root = tmp_path_factory.mktemp("site")
-    for record in corpus():
-        (root / f"{record['id']}.html").write_text(record["html"], encoding="utf-8")
-    with serving(root) as base:
-        yield base
-
-
-# --- processes ---------------------------------------------------------------------------------------
-
-
-def zhdedup_cmd(*args: str | Path) -> list[str]:
-    return [sys.executable, "-m", "scrapy_zhdedup.cli", *map(str, args)]
-
-
-@contextmanager
-def running(cmd: list[str], log: Path, cwd: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
-    """A process with its output in ``log``: a pipe nobody reads while a fault is injected would stall it."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
-        try:
-            yield proc
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-
-
-def zhdedup(*args: str | Path, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(zhdedup_cmd(*args), capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def ingest_args(url: str, index: str, src: Path, work: Path, dead: Path | None = None) -> list[str | Path]:
-    return ["es", "ingest", "--url", url, "--index", index, src, "--bulk-size", str(BULK),
-            "--checkpoint-dir", work / "checkpoints", "--dead-letter", dead or work / "dead.jsonl"]
-
-
-def crawl_cmd(urls: list[str], work: Path, settings: dict[str, Any], item: str = "dict") -> list[str]:
-    url_file = work / "urls.txt"
-    url_file.write_text("\n".join(urls) + "\n", encoding="utf-8")
-    cmd = [sys.executable, "-m", "scrapy", "runspider", str(SPIDER), "-a", f"urls={url_file}",
-           "-a", f"out={work / 'result.json'}", "-a", f"item={item}"]
-    for name, value in settings.items():
-        cmd += ["-s", f"{name}={value}"]
-    return cmd
-
-
-@dataclass
-class Crawl:
-    returncode: int
-    log: str
-    result: dict[str, Any] | None  # what fault_spider.py wrote at close; None if the spider never closed
-
-
-def crawl(urls: list[str], work: Path, settings: dict[str, Any], item: str = "dict") -> Crawl:
-    work.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(crawl_cmd(urls, work, settings, item), capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT, check=False, cwd=work)
-    return _crawl_result(work, proc.returncode, proc.stdout + proc.stderr)
-
-
-def _crawl_result(work: Path, returncode: int, log: str) -> Crawl:
-    out = work / "result.json"
-    result = json.loads(out.read_text(encoding="utf-8")) if out.exists() else None
-    return Crawl(returncode, log, result)
-
-
-def es_settings(url: str, index: str, work: Path, **extra: Any) -> dict[str, Any]:
-    return {"ZHDEDUP_BACKEND": "elasticsearch", "ZHDEDUP_ES_URL": url, "ZHDEDUP_ES_INDEX": index,
-            "ZHDEDUP_ES_BULK_SIZE": BULK, "ZHDEDUP_ES_FLUSH_INTERVAL": 1,
-            "ZHDEDUP_ES_DEAD_LETTER": work / "dead.jsonl", **extra}
-
-
-# --- Elasticsearch, read over plain HTTP (works while the client under test is misconfigured) --------------
-
-
-def _http(method: str, url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.load(response)
-
-
-def doc_count(url: str, index: str) -> int:
-    try:
-        return int(_http("GET", f"{url}/{index}/_count")["count"])
-    except (urllib.error.URLError, OSError):
-        return 0  # no index yet, or the node is down
-
-
-def stored(url: str, index: str) -> Verdicts:
-    """Verdict of every stored document by its id; a document stored twice fails the test."""
-    _http("POST", f"{url}/{index}/_refresh")
-    hits = _http("POST", f"{url}/{index}/_search", {"size": 10_000, "_source": ["zhdedup"]})["hits"]["hits"]
-    out: Verdicts = {}
-    for hit in hits:
-        z = hit["_source"]["zhdedup"]
-        assert z["doc_id"] not in out, f"{z['doc_id']} stored twice"
-        out[z["doc_id"]] = (z["status"], z.get("dup_of"), z.get("distance"))
-    return out
-
-
-def set_write_block(url: str, index: str, blocked: bool) -> None:
-    _http("PUT", f"{url}/{index}/_settings", {"index.blocks.write": blocked})
-
-
-def drop_index(client: Elasticsearch, index: str) -> None:
-    client.options(ignore_status=404).indices.delete(index=index)
-    client.options(ignore_status=404).indices.delete_index_template(name=f"zhdedup-{index}")
-
-
-def wait_for(condition: Any, proc: subprocess.Popen[bytes], what: str) -> None:
-    """Poll ``condition`` while ``proc`` runs; the test cannot inject its fault if the run ended first."""
-    deadline = time.monotonic() + RUN_TIMEOUT
-    while not condition():
-        assert proc.poll() is None, f"the run ended before {what}: the fault was not injected mid-run"
-        assert time.monotonic() < deadline, f"no {what} within {RUN_TIMEOUT} s"
-        time.sleep(0.05)
-
-
-def dead_lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
 
 
 # ``zhdedup ARGS`` that exits at once (status 137, no cleanup) after its first bulk request returned.
@@ -215,15 +83,22 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def replay(url: str, index: str, dead: Path) -> subprocess.CompletedProcess[str]:
-    return zhdedup("es", "replay", dead, "--url", url, "--index", index)
-
-
-def ids_of(records: Any) -> set[str]:
-    return {r["id"] for r in records}
+def drop_index(client: Elasticsearch, index: str) -> None:
+    client.options(ignore_status=404).indices.delete(index=index)
+    client.options(ignore_status=404).indices.delete_index_template(name=f"zhdedup-{index}")
 
 
 # --- fixtures ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The corpus served as pages ``<base><id>.html``; yields the base URL."""
+    root = tmp_path_factory.mktemp("site")
+    for record in corpus():
+        (root / f"{record['id']}.html").write_text(record["html"], encoding="utf-8")
+    with serving(root) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -253,30 +128,6 @@ def reference(es_url: str, es_client: Elasticsearch, tmp_path_factory: pytest.Te
     finally:
         drop_index(es_client, name)
 
-
-def assert_nothing_lost(url: str, index: str, reference: Verdicts, records: Any = None) -> None:
-    """Every input id is stored exactly once with the verdict of the uninterrupted run."""
-    got = stored(url, index)
-    want = {i: reference[i] for i in ids_of(records if records is not None else corpus())}
-    missing = sorted(set(want) - set(got))
-    assert not missing, f"{len(missing)} documents lost, e.g. {missing[:5]}"
-    assert set(got) == set(want)
-    differ = {i: (got[i], want[i]) for i in want if got[i] != want[i]}
-    assert not differ, f"{len(differ)} verdicts differ from the uninterrupted run: {dict(list(differ.items())[:5])}"
-
-
-def assert_pages_stored(url: str, index: str, site: str, records: Any, reference: Verdicts,
-                        skip: Collection[str] = ()) -> None:
-    """Every page of ``records`` (as served under ``site``) stored once, each with the verdict of the
-    uninterrupted ingest, but those whose record id is in ``skip``."""
-    got = stored(url, index)
-    urls = [f"{site}{r['id']}.html" for r in records]
-    assert set(got) == set(urls), f"lost: {sorted(set(urls) - set(got))[:5]}"
-    for page, record in zip(urls, records):
-        if record["id"] in skip:
-            continue
-        status, dup_of, distance = reference[record["id"]]
-        assert got[page] == (status, dup_of and f"{site}{dup_of}.html", distance), page
 
 
 # --- (a) the node SIGKILLed and restarted during `zhdedup es ingest` ---------------------------------------
@@ -393,7 +244,7 @@ def test_crawl_through_a_node_crash_loses_nothing(fault_node: FaultNode, site: s
         fault_node.restart()
         proc.wait(timeout=RUN_TIMEOUT)
     log = (tmp_path / "crawl.log").read_text(encoding="utf-8")
-    result = _crawl_result(tmp_path, proc.returncode, log).result
+    result = crawl_result(tmp_path, proc.returncode, log).result
     assert result is not None, log[-5000:]
     dead = tmp_path / "dead.jsonl"
     letters = dead_lines(dead)
@@ -563,7 +414,7 @@ def test_dead_letter_location_lost_mid_crawl_closes_the_spider_and_passes_every_
     finally:
         set_write_block(es_url, index, False)
     log = (tmp_path / "crawl.log").read_text(encoding="utf-8")
-    result = _crawl_result(tmp_path, proc.returncode, log).result
+    result = crawl_result(tmp_path, proc.returncode, log).result
     assert result is not None, log[-5000:]
     stats = result["stats"]
     assert result["reason"] == "zhdedup_store_failed", log[-5000:]
@@ -627,8 +478,9 @@ def test_short_write_block_is_retried_without_dead_letters(es_url: str, index: s
         with running(zhdedup_cmd(*ingest_args(es_url, index, src, tmp_path, dead)), tmp_path / "ingest.log") as proc:
             wait_for(lambda: doc_count(es_url, index) >= BULK, proc, "the first bulk stored")
             set_write_block(es_url, index, True)
-            time.sleep(0.2)  # shorter than the first retry's back-off: a bulk in between gets one 403 at most
-            set_write_block(es_url, index, False)
+            answered = bulks_answered(es_url)  # a bulk answered from now on is refused (403, retried)...
+            wait_for(lambda: bulks_answered(es_url) > answered, proc, "bulk refused by the block")
+            set_write_block(es_url, index, False)  # ... and the block lifted at once: its retry is taken
             proc.wait(timeout=RUN_TIMEOUT)
     finally:
         set_write_block(es_url, index, False)

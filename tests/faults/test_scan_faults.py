@@ -15,15 +15,17 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-import zhtexts
-from helpers import on_a_small_disk, write_jsonl
 
 from scrapy_zhdedup import DedupConfig, Deduper
+from tests.support import zhtexts
+from tests.support.helpers import on_a_small_disk, write_jsonl
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.fault
 
 ZHDEDUP = Path(sys.executable).with_name("zhdedup")
 ARTICLES = zhtexts.articles(60)
@@ -66,13 +68,8 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _wait_until_gone(pids: list[int], patience: float = 60.0) -> None:
-    deadline = time.monotonic() + patience
-    alive = pids
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = [p for p in alive if _running(p)]
-    assert alive == [], f"processes {alive} outlived their parent"
+def _wait_until_gone(pids: list[int]) -> None:
+    wait_until(lambda: not any(_running(p) for p in pids), f"end of processes {pids} after their parent")
 
 
 def _running(pid: int) -> bool:
@@ -212,9 +209,7 @@ def test_output_appears_only_when_the_run_ends(tmp_path: Path) -> None:
                              "--workers", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log = tmp_path / "s" / "log.bin"
-    while proc.poll() is None and not (log.exists() and log.stat().st_size > 2000):
-        time.sleep(0.01)  # killed once a few documents are judged
-    assert proc.poll() is None, "the run ended before it could be killed"
+    wait_until(lambda: log.exists() and log.stat().st_size > 2000, "few documents judged", proc=proc)  # then killed
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     assert out.read_text(encoding="utf-8") == "previous result\n"  # never a truncated file

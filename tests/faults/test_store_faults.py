@@ -13,10 +13,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import judge_proc
 import numpy as np
 import pytest
-import zhtexts
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError
 from scrapy_zhdedup.cli.main import main as cli_main
@@ -24,8 +22,11 @@ from scrapy_zhdedup.errors import StoreLockedError
 from scrapy_zhdedup.store.embedded import INDEX_FILE
 from scrapy_zhdedup.store.log import LOG_FILE, read_log
 from scrapy_zhdedup.store.meta import META_FILE
+from tests.support import SUPPORT, judge_proc, zhtexts
 
-JUDGE = Path(__file__).with_name("judge_proc.py")
+pytestmark = pytest.mark.fault
+
+JUDGE = SUPPORT / "judge_proc.py"
 ARTICLES = zhtexts.articles(90)
 
 

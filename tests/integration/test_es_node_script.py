@@ -1,17 +1,16 @@
-"""scripts/es-node.sh gives each checkout its own node, and never stops or takes over another's."""
+"""scripts/es-node.sh gives each checkout its own ports and node (that it never stops or takes over another's,
+beside a running node: tests/es/test_es_node_script.py)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-import urllib.request
 from pathlib import Path
-from urllib.parse import urlsplit
 
-import pytest
+from tests.support import ROOT
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "es-node.sh"
+SCRIPT = ROOT / "scripts" / "es-node.sh"
 
 
 def _checkout(root: Path) -> Path:
@@ -50,23 +49,6 @@ def test_help_prints_the_usage_and_what_it_does() -> None:
     assert "Usage: scripts/es-node.sh {fetch|start|stop|status|url|--help}" in proc.stdout
 
 
-@pytest.mark.es
-def test_another_checkout_neither_stops_nor_takes_over_a_running_node(tmp_path: Path, es_url: str) -> None:
-    host, port = urlsplit(es_url).hostname, urlsplit(es_url).port
-    if host not in ("127.0.0.1", "localhost") or port is None:
-        pytest.skip("the node is not on this machine")
-    other = _checkout(tmp_path / "other")
-
-    stop = _run(other, "stop", ZHDEDUP_ES_PORT=str(port))
-    assert stop.returncode == 0, stop.stderr
-    assert "left running" in stop.stderr
-
-    start = _run(other, "start", ZHDEDUP_ES_PORT=str(port))
-    assert start.returncode != 0
-    assert f"port {port} on 127.0.0.1 is taken by" in start.stderr
-
-    with urllib.request.urlopen(f"{es_url}/_cluster/health", timeout=30) as resp:
-        assert resp.status == 200
 
 
 def _ports(checkout: Path, script: str, command: str) -> list[int]:

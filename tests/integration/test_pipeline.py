@@ -16,17 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import zhtexts
-from helpers import on_a_small_disk, serving
 from scrapy.exceptions import CloseSpider
 from scrapy.utils.test import get_crawler
-from zhtexts import news_page
 
 from scrapy_zhdedup import DedupConfig, Deduper, EmptyTextError
 from scrapy_zhdedup.errors import ConfigError
 from scrapy_zhdedup.pipelines import ZhDedupPipeline
+from tests.support import SUPPORT, zhtexts
+from tests.support.helpers import on_a_small_disk, serving
+from tests.support.zhtexts import news_page
 
-TESTS = Path(__file__).resolve().parent
 HEARTBEAT = 0.05  # seconds between reactor heartbeat ticks in the crawl process
 
 
@@ -85,7 +84,7 @@ def _crawl(workdir: Path, crawls: list[dict[str, Any]],
         crawl.setdefault("out", str(workdir / f"{crawl['name']}-{i}.json"))
     config = workdir / "crawl-config.json"
     config.write_text(json.dumps({"crawls": crawls, "heartbeat": HEARTBEAT}), encoding="utf-8")
-    proc = subprocess.run(wrap([sys.executable, str(TESTS / "zhcrawl.py"), str(config)]), cwd=workdir,
+    proc = subprocess.run(wrap([sys.executable, str(SUPPORT / "zhcrawl.py"), str(config)]), cwd=workdir,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-5000:]
     return [json.loads(Path(c["out"]).read_text(encoding="utf-8")) for c in crawls], proc.stderr

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import zhtexts
-from zhtexts import news_page
 
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.cli.main import main
+from tests.support import zhtexts
+from tests.support.zhtexts import news_page
 
 ARTICLES = zhtexts.articles(50)
 BAD = {  # position in the corpus -> (line, message)

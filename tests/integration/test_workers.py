@@ -10,14 +10,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import zhtexts
-from zhtexts import edit_chars, news_page, with_attribution
 
 from scrapy_zhdedup import DedupConfig, EmptyTextError
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.model import Prepared
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.workers import Job, PreparePool, Texts, TurnBatcher, prepare_job, prepared_by
+from tests.support import ROOT, zhtexts
+from tests.support.zhtexts import edit_chars, news_page, with_attribution
 
 ARTICLES = zhtexts.articles(40)
 
@@ -154,7 +154,7 @@ import sys
 import xml.dom.minidom
 from scrapy_zhdedup import DedupConfig
 from scrapy_zhdedup.workers import PreparePool
-from test_workers import _inherited
+from tests.integration.test_workers import _inherited
 with PreparePool(DedupConfig(), _inherited, workers=2, fork=sys.argv[1] == "fork") as pool:
     print(sorted(set(pool.map(range(64)))))
 """
@@ -165,7 +165,7 @@ def test_scan_workers_are_forked_with_the_modules_imported(asked: str, inherited
     """``fork=True`` in a one-thread process (a fresh interpreter, as `zhdedup scan` is): the workers
     start with what the parent imported; spawned ones import it again."""
     out = subprocess.run([sys.executable, "-c", FORKED, asked], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).parent).stdout
+                         cwd=ROOT).stdout
     assert out.strip() == str([inherited])
 
 

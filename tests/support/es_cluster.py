@@ -12,11 +12,11 @@ import re
 import signal
 import subprocess
 import time
-from pathlib import Path
 
-from es_node import START_TIMEOUT_S, STOP_TIMEOUT_S, EsNodeError
+from tests.support import ROOT
+from tests.support.es_node import START_TIMEOUT_S, STOP_TIMEOUT_S, EsNodeError
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "es-cluster.sh"
+SCRIPT = ROOT / "scripts" / "es-cluster.sh"
 _NODE = re.compile(r"^node (\d+) (running pid=(\d+) )?(?:stopped )?url=(\S+)$", re.MULTILINE)
 
 

@@ -1,4 +1,5 @@
-"""Give the test session a real Elasticsearch node, and clean up only what it started.
+"""Give the test session a real Elasticsearch node, and clean up only what it started; its fixtures (``es_url``,
+``es_client``, ``index``) are imported by the conftest.py of the directories whose tests use the node.
 
 Tests run against a real node rather than mocks because the duplicate lookup depends on Elasticsearch's
 own behaviour (bulk ``create`` conflicts, ``terms`` on keyword band fields, ``collapse``). The node is
@@ -13,16 +14,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import urllib.error
 import urllib.request
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import elasticsearch
+import pytest
+from elasticsearch import Elasticsearch
+
+from es_plugin.index.template import template_name
+from tests.support import ROOT
 
 URL_ENV = "ZHDEDUP_TEST_ES_URL"
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "es-node.sh"
+SCRIPT = ROOT / "scripts" / "es-node.sh"
 # A cold start downloads ~100 MB with Maven and then boots the JVM; both fit well inside this.
 START_TIMEOUT_S = 600.0
 STOP_TIMEOUT_S = 120.0
@@ -101,3 +109,49 @@ def release(node: EsNode) -> None:
     """Stop the node only if this session started it (a node started by the caller stays up)."""
     if node.started_here:
         _script_output("stop", STOP_TIMEOUT_S)
+
+
+# --- the fixtures ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def es_url() -> Iterator[str]:
+    """URL of a live node for the whole session; stopped at the end only if we started it."""
+    try:
+        node = acquire()
+    except EsNodeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield node.url
+    finally:
+        release(node)
+
+
+@pytest.fixture(scope="session")
+def es_client(es_url: str) -> Iterator[Elasticsearch]:
+    """Sync client on ``es_url``, shared by the session."""
+    client = Elasticsearch(es_url, request_timeout=60)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def index(es_client: Elasticsearch, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, unused index name for one test; afterwards that index, any ``<name>-*`` ones and the index
+    templates ``install`` made for them (``zhdedup-<name>*``) are deleted.
+
+    The name only is given (tests create the index with the mappings they need). Derived indices are
+    deleted by their concrete names, since wildcard deletes of indices are refused by default (those of
+    templates are not).
+    """
+    test_part = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40]
+    name = f"zhdedup-test-{test_part}-{uuid.uuid4().hex[:12]}"
+    yield name
+    es_client.options(ignore_status=404).indices.delete_index_template(name=template_name(f"{name}*"))
+    found = es_client.indices.get(
+        index=[name, f"{name}-*"], ignore_unavailable=True, allow_no_indices=True, expand_wildcards="all"
+    )
+    if found:
+        es_client.indices.delete(index=list(found))

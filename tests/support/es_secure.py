@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from es_node import START_TIMEOUT_S, STOP_TIMEOUT_S, EsNodeError
+from tests.support import ROOT
+from tests.support.es_node import START_TIMEOUT_S, STOP_TIMEOUT_S, EsNodeError
 
-CHECKOUT = Path(__file__).resolve().parent.parent
-SCRIPT = CHECKOUT / "scripts" / "es-secure.sh"
-RECORD = CHECKOUT / ".cache" / "es-secure.env"
+SCRIPT = ROOT / "scripts" / "es-secure.sh"
+RECORD = ROOT / ".cache" / "es-secure.env"
 PBKDF2_ROUNDS = 10_000
 
 

@@ -20,7 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from es_node import SCRIPT, START_TIMEOUT_S, STOP_TIMEOUT_S, EsNodeError
+from tests.support.es_node import SCRIPT, START_TIMEOUT_S, STOP_TIMEOUT_S, EsNodeError
 
 _RUNNING = re.compile(r"^running pid=(\d+)", re.MULTILINE)
 

@@ -1,28 +1,23 @@
-"""``zhdedup scan`` on JSONL files: in-process through ``cli.main`` and as the installed console script."""
+"""``zhdedup scan`` on JSONL files, in-process through ``cli.main`` (as the installed console script:
+tests/integration/test_cli.py)."""
 
 from __future__ import annotations
 
 import json
 import logging
-import random
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import zhtexts
-from helpers import write_jsonl
-from zhtexts import news_page
 
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.cli.main import build_parser, main
+from tests.support import zhtexts
+from tests.support.helpers import write_jsonl
+from tests.support.zhtexts import news_page
 
-ZHDEDUP = Path(sys.executable).with_name("zhdedup")
 ARTICLES = zhtexts.articles(12)
-BIG_LINES = 20_000
-MAX_RSS_MB = 600
 
 
 def _read(text: str) -> list[dict[str, Any]]:
@@ -51,30 +46,6 @@ def _oracle(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- the 20k-line run, started first so it overlaps the quick tests ---------------------------------
 
 
-@pytest.fixture(scope="module", autouse=True)
-def big_scan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Starts `zhdedup scan` on 20,000 generated lines in the background; its peak RSS is measured
-    by a parent that waits for it (``RUSAGE_CHILDREN``), so nothing but that run is counted."""
-    workdir = tmp_path_factory.mktemp("big")
-    rng = random.Random(20261121)
-    pieces = zhtexts.snippets(8_000)
-    lines: list[Any] = [{"id": f"doc-{i}", "text": p} for i, p in enumerate(pieces)]
-    lines += [{"id": f"again-{i}", "text": rng.choice(pieces)} for i in range(8_000)]
-    lines += [{"id": f"typo-{i}", "text": zhtexts.edit_chars(rng.choice(pieces), 1, seed=i)} for i in range(4_000)]
-    rng.shuffle(lines)
-    source = write_jsonl(workdir / "big.jsonl", lines)
-    measure = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:]); "
-               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(p.returncode)")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", measure, str(ZHDEDUP), "scan", str(source), "-o", str(workdir / "out.jsonl"),
-         "--store", str(workdir / "store"), "--workers", "1"],  # one process: its peak is the whole run's
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    state = {"proc": proc, "workdir": workdir, "lines": len(lines)}
-    yield state
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
 
 
 # --- scan ------------------------------------------------------------------------------------------
@@ -224,32 +195,8 @@ def test_bom_and_undecodable_bytes_in_the_input(tmp_path: Path, capsys: pytest.C
 # --- the console script --------------------------------------------------------------------------
 
 
-def test_console_script(tmp_path: Path) -> None:
-    """The installed `zhdedup` prints verdicts on stdout, bad lines and the summary on stderr."""
-    records = _records()
-    bad = _bad_file(tmp_path).read_text(encoding="utf-8").splitlines()
-    source = write_jsonl(tmp_path / "in.jsonl", records + bad)
-    proc = subprocess.run([str(ZHDEDUP), "scan", str(source)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    good = [*records, {"id": "first", "text": ARTICLES[0].text}, {"id": "last", "text": ARTICLES[1].text}]
-    assert _read(proc.stdout) == _oracle(good)
-    for number, _, reason in BAD:
-        assert f"{source}:{len(records) + number}: {reason}" in proc.stderr
-    assert f"zhdedup scan: {len(good)} judged" in proc.stderr
-    assert f"{len(BAD)} bad lines skipped" in proc.stderr
 
 
-def test_20k_lines_run_with_bounded_memory(big_scan: dict[str, Any]) -> None:
-    proc = big_scan["proc"]
-    stdout, stderr = proc.communicate(timeout=600)
-    assert proc.returncode == 0, stderr[-3000:]
-    peak_mb = int(stdout.strip().splitlines()[-1]) / 1024
-    out = _read((big_scan["workdir"] / "out.jsonl").read_text(encoding="utf-8"))
-    assert len(out) == big_scan["lines"] == BIG_LINES
-    statuses = {o["status"] for o in out}
-    assert statuses == {"unique", "exact", "near"}
-    assert (big_scan["workdir"] / "store" / "index.npz").exists()
-    assert peak_mb < MAX_RSS_MB, f"peak RSS {peak_mb:.0f} MB"
 
 
 def test_es_commands_without_the_client_say_what_to_install(monkeypatch: pytest.MonkeyPatch,
@@ -273,29 +220,6 @@ def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch
 # --- issue 33: a new user's edges ------------------------------------------------------------------
 
 
-def test_a_truncated_gz_input_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
-    """The lines before the cut are judged (and kept in --store); the command stops with one line naming
-    the file and the last line read, exit 2 (it printed a 25-line EOFError traceback and exited 1)."""
-    import gzip
-
-    lines = "".join(json.dumps({"id": f"d{i}", "text": a.text}, ensure_ascii=False) + "\n"
-                    for i, a in enumerate(ARTICLES))
-    whole = gzip.compress(lines.encode("utf-8"))
-    source = tmp_path / "in.jsonl.gz"
-    source.write_bytes(whole[: len(whole) * 2 // 3])
-    proc = subprocess.run([str(ZHDEDUP), "scan", str(source), "--workers", "1", "--store", str(tmp_path / "s")],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    [error] = [line for line in proc.stderr.splitlines() if line.startswith("zhdedup: error:")]
-    assert error.startswith(f"zhdedup: error: {source}: cannot read past line ") and "truncated" in error
-    assert len(proc.stderr.splitlines()) == 1
-    judged = int(error.split("cannot read past line ")[1].split(":")[0])
-    assert 0 < judged < len(ARTICLES)
-    deduper = Deduper.open(DedupConfig(), tmp_path / "s")
-    try:
-        assert deduper.store.judged == judged  # what was read was judged and kept
-    finally:
-        deduper.close()
 
 
 def test_not_json_says_where_and_an_output_directory_is_not_created(tmp_path: Path,

@@ -1,14 +1,10 @@
-"""``zhdedup`` behaves like a Unix tool: version, help for every option, one index convention, quiet closed pipes."""
+"""``zhdedup`` behaves like a Unix tool: version, help for every option, one index convention (quiet closed
+pipes: tests/integration/test_cli_unix.py)."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import stat
-import subprocess
-import sys
-import threading
-from pathlib import Path
 
 import pytest
 
@@ -67,30 +63,5 @@ def test_options_only_where_they_act(command: str, absent: tuple[str, ...]) -> N
     assert not dests & set(absent), dests & set(absent)
 
 
-def test_a_closed_pipe_ends_quietly() -> None:
-    """As `zhdedup es search … | head` does once head has read its lines: no traceback, no error line."""
-    read_end, write_end = os.pipe()
-    os.close(read_end)  # nobody will read: the first write fails with EPIPE
-    try:
-        proc = subprocess.run([sys.executable, "-m", "scrapy_zhdedup.cli", "es", "search", "台风 登陆", "--print-body"],
-                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
-    finally:
-        os.close(write_end)
-    assert proc.returncode == 1 and proc.stderr == ""
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
-def test_scan_to_a_named_pipe_writes_into_it_and_keeps_it(tmp_path: Path) -> None:
-    """``-o`` naming a device or pipe (``-o /dev/null``) writes into it: renaming a finished temporary
-    file over it replaced /dev/null with a regular file when run as root."""
-    source, fifo = tmp_path / "in.jsonl", tmp_path / "out.fifo"
-    source.write_text('{"id": "a", "text": "这是一篇用来测试输出管道的中文新闻稿件。"}\n', encoding="utf-8")
-    os.mkfifo(fifo)
-    received: list[str] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_text(encoding="utf-8")), daemon=True)
-    reader.start()
-    assert main(["scan", str(source), "-o", str(fifo)]) == 0
-    reader.join(timeout=30)
-    assert stat.S_ISFIFO(fifo.stat().st_mode)
-    assert '"a"' in received[0] and '"unique"' in received[0]
-    assert not list(tmp_path.glob(".out.fifo.*"))

@@ -6,8 +6,6 @@ import pickle
 from collections.abc import Callable
 
 import pytest
-import zhtexts
-from zhtexts import BOILERPLATE_FOOT, BOILERPLATE_HEAD, news_page
 
 from scrapy_zhdedup import DedupConfig, Deduper, EmptyTextError, Verdict
 from scrapy_zhdedup.errors import InvalidDocumentError
@@ -15,6 +13,8 @@ from scrapy_zhdedup.judge import judge
 from scrapy_zhdedup.similarity.rule import NearRule, closest
 from scrapy_zhdedup.similarity.simhash import hamming
 from scrapy_zhdedup.similarity.sketch import Overlap
+from tests.support import zhtexts
+from tests.support.zhtexts import BOILERPLATE_FOOT, BOILERPLATE_HEAD, news_page
 
 ARTICLES = zhtexts.articles(120)
 SHORT = zhtexts.articles(40, min_chars=40, max_chars=150)

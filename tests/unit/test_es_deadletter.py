@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import BinaryIO
 
 import pytest
-from helpers import Stats
 
 from es_plugin.errors import DeadLetterError
 from es_plugin.store.deadletter import STAT, DeadLetters, keep_only, locked, read
 from es_plugin.store.stats import EsStats
 from es_plugin.store.writer import Action
 from scrapy_zhdedup.store.files import atomic_write
+from tests.support.helpers import Stats
 
 
 def letters(path: Path, stats: Stats | None = None) -> DeadLetters:

@@ -1,25 +1,21 @@
 """``ZHDEDUP_ES_URL`` / ``--url``: several node URLs, and a URL the client cannot use refused in one line.
 
-The URL checks need no node; the failover from a dead URL to a live one uses the shared node (a real
-cluster losing a node: tests/test_es_cluster.py).
+The URL checks need no node; a crawl given such a URL: tests/integration/test_es_urls.py; the failover from a
+dead URL to a live one: tests/es/test_es_urls.py.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from fault_node import free_port
-from helpers import write_jsonl
-from zhtexts import articles
 
 from es_plugin.client import client_options
 from scrapy_zhdedup.cli.main import main
 from scrapy_zhdedup.config import EsConfig, from_settings
 from scrapy_zhdedup.errors import ConfigError
 from scrapy_zhdedup.esurl import node_urls, redact
+from tests.support.helpers import write_jsonl
 
 SECRET = "s3cr3t-pw-zhdedup"
 MALFORMED = {
@@ -103,41 +99,8 @@ def test_every_es_command_refuses_a_malformed_url_in_one_line(command: list[str]
     assert capsys.readouterr().err == err
 
 
-def test_a_crawl_with_a_malformed_url_stops_at_start_with_one_clear_line(tmp_path: Path) -> None:
-    urls = tmp_path / "urls.txt"
-    urls.write_text("http://127.0.0.1:9/a.html\n", encoding="utf-8")
-    spider = Path(__file__).resolve().parent / "fault_spider.py"
-    proc = subprocess.run([sys.executable, "-m", "scrapy", "runspider", str(spider), "-a", f"urls={urls}",
-                           "-a", f"out={tmp_path / 'out.json'}", "-s", "ZHDEDUP_BACKEND=elasticsearch",
-                           "-s", "ZHDEDUP_ES_URL=127.0.0.1:9281"], capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path, check=False)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0  # a crawl that cannot start closes itself (README): it does not raise
-    errors = [line for line in log.splitlines() if " ERROR: " in line]
-    assert len(errors) == 1 and errors[0].endswith(
-        "ERROR: zhdedup: cannot start, the crawl stops: ZHDEDUP_ES_URL (--url): '127.0.0.1:9281' is not a node "
-        "URL: it has no scheme; write http://127.0.0.1:9281 (https:// with TLS)"), log[-3000:]
-    assert "Could not parse URL" not in log and "Traceback" not in log
-    assert "Spider closed (zhdedup_cannot_start)" in log and "downloader/request_count" not in log
 
 
-@pytest.mark.es
-def test_a_dead_url_before_a_live_one_costs_nothing(es_url: str, index: str, tmp_path: Path) -> None:
-    """The dead node's requests go to the live one: every document stored, nothing dead-lettered, one line
-    saying that a node failed (not the client's traceback per retry)."""
-    dead = f"http://127.0.0.1:{free_port()}"
-    records = [{"id": f"d{i}", "text": a.text} for i, a in enumerate(articles(30, max_chars=800))]
-    src = write_jsonl(tmp_path / "corpus.jsonl", records)
-    proc = subprocess.run([sys.executable, "-m", "scrapy_zhdedup.cli", "es", "ingest", str(src), "--index", index,
-                           "--url", f"{dead},{es_url}", "--bulk-size", "5", "--workers", "1",
-                           "--checkpoint-dir", str(tmp_path / "ck"), "--dead-letter", str(tmp_path / "dead.jsonl")],
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "30 judged" in proc.stdout and not (tmp_path / "dead.jsonl").exists()
-    assert "Traceback" not in proc.stderr and "Retrying request" not in proc.stderr, proc.stderr[-3000:]
-    assert f"zhdedup: Elasticsearch node {dead} failed a request" in proc.stderr
-    code = main(["es", "status", "--index", index, "--url", f"{dead},{es_url}", "--json"])
-    assert code == 0
 
 
 

@@ -1,22 +1,19 @@
-"""The example crawl end to end (examples/run_example.py), and its settings file."""
+"""The example's settings file and its report against the manifest (the crawl end to end:
+tests/integration/test_example.py, tests/es/test_example.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from examples.run_example import build_report
 from scrapy_zhdedup.config import PREFIX, DedupConfig, EsConfig, PipelineConfig
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = ROOT / "examples" / "zhnews" / "zhnews" / "settings.py"
 ARTICLE_PAGES = 28  # examples/site/generate.py PLAN
 EXPECTED_REPEATS = 11  # pages beyond the first of their article
@@ -84,49 +81,9 @@ def test_report_judges_against_the_manifest() -> None:
     assert not report.ok
 
 
-def run_example(tmp_path: Path, *args: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(PREFIX)}
-    out = tmp_path / "report.json"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "run_example.py"), "--work-dir", str(tmp_path / "run"),
-         "--json", str(out), *args],
-        capture_output=True, text=True, env=env, timeout=600, check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    assert "against the manifest:" in proc.stdout
-    return json.loads(out.read_text(encoding="utf-8"))
 
 
-def test_example_crawl_on_the_embedded_store(tmp_path: Path) -> None:
-    report = run_example(tmp_path)
-    assert report["seen"] == ARTICLE_PAGES
-    assert report["not_crawled"] == []
-    assert report["statuses"].get("unjudged", 0) == 0
-    assert report["expected_duplicates"] == EXPECTED_REPEATS
-    assert report["wrongly_merged"] == []
-    assert report["missed"] == []
-    assert report["ok"] is True
-    assert all(r["correct"] for c in report["clusters"] for r in c["repeats"])
 
 
-@pytest.mark.es
-def test_example_crawl_on_elasticsearch(tmp_path: Path, es_url: str, es_client, index: str) -> None:
-    report = run_example(tmp_path, "--backend", "elasticsearch", "--es-url", es_url, "--es-index", index)
-    assert report["backend"] == "elasticsearch"
-    assert report["seen"] == ARTICLE_PAGES
-    assert report["not_crawled"] == []
-    assert report["statuses"].get("unjudged", 0) == 0
-    assert report["expected_duplicates"] == EXPECTED_REPEATS
-    assert report["wrongly_merged"] == []
-    assert report["missed"] == []  # the passage lookup runs on Elasticsearch too
-    assert es_client.count(index=index)["count"] == ARTICLE_PAGES  # annotate mode stores every page
 
 
-def test_the_demo_leaves_no_directory_behind(tmp_path: Path) -> None:
-    """Issue 33, item 9: each demo run left a /tmp/zhdedup-example-* directory."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(PREFIX)} | {"TMPDIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "run_example.py")], capture_output=True,
-                          text=True, env=env, timeout=600, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "removed at exit (--work-dir DIR keeps them)" in proc.stdout and "similarity 0." in proc.stdout
-    assert list(tmp_path.iterdir()) == []

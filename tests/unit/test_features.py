@@ -6,10 +6,10 @@ import random
 import re
 
 import pytest
-import zhtexts
 
 from scrapy_zhdedup.similarity.words import _KEEP_CHARS, MAX_WEIGHT, STOPWORDS, Featurizer
 from scrapy_zhdedup.text.clean import TextCleaner
+from tests.support import zhtexts
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[\w\u3400-\u9fff]")

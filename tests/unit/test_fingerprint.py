@@ -7,11 +7,11 @@ import random
 
 import pytest
 import simhash
-import zhtexts
 
 from scrapy_zhdedup.similarity.simhash import SimHasher, hamming
 from scrapy_zhdedup.similarity.words import Featurizer
 from scrapy_zhdedup.text.clean import TextCleaner
+from tests.support import zhtexts
 
 N_DOCS = 520
 SHORT_CHARS = 190  # below DedupConfig.short_text_chars: the length "auto" fingerprints by shingles

@@ -17,7 +17,7 @@ from scrapy_zhdedup.model import rounded
 from scrapy_zhdedup.similarity import sketch as engine
 from scrapy_zhdedup.similarity.rule import NearRule
 from scrapy_zhdedup.similarity.sketch import SHINGLE
-from tests import zhtexts
+from tests.support import zhtexts
 
 
 def test_join_equals_brute_force() -> None:

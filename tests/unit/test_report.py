@@ -1,29 +1,22 @@
 """``zhdedup report`` / ``zhdedup es report``: one self-contained HTML file of what was folded and why,
-from scan's verdicts, an embedded store with a crawl's items, or an Elasticsearch index (a real node);
-then the page in a real browser (headless Chromium, Debian's ``chromium``, installed by
-scripts/chromium.sh): its DOM once its script has run, and a screenshot at ``SHOT``."""
+from scan's verdicts or an embedded store with a crawl's items (of an Elasticsearch index: tests/es/test_report.py;
+the page in a real browser: tests/integration/test_report.py)."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from elasticsearch import Elasticsearch
-from helpers import write_jsonl
-from zhtexts import articles, edit_chars, news_page, traditional, with_attribution
 
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.cli.main import main
 from scrapy_zhdedup.report.page import MAX_CHAR_DIFF, diff
+from tests.support.helpers import write_jsonl
+from tests.support.zhtexts import articles, edit_chars, news_page, traditional, with_attribution
 
-ROOT = Path(__file__).resolve().parent.parent
-SHOT = ROOT / ".cache" / "report-test" / "report.png"  # the browser test's screenshot, kept for a look
 TRICKY = 'x/<script>alert("id")</script>'
 
 
@@ -131,58 +124,12 @@ def test_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert said in capsys.readouterr().err, argv
 
 
-@pytest.mark.es
-def test_a_report_of_an_index_reads_verdicts_and_texts_there(es_url: str, es_client: Elasticsearch, index: str,
-                                                             tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    source = write_jsonl(tmp_path / "corpus.jsonl", corpus())
-    conn = ["--url", es_url, "--index", index]
-    assert main(["es", "ingest", str(source), *conn, "--checkpoint-dir", str(tmp_path / "ck"), "--text-field",
-                 "content", "--dead-letter", str(tmp_path / "dead.jsonl")]) == 0
-    out = tmp_path / "report.html"
-    assert main(["es", "report", *conn, "--text-field", "content", "-o", str(out)]) == 0
-    page = out.read_text(encoding="utf-8")
-    assert clusters_of(page) == [4, 2, 2] and page.count('<mark class="shared">') >= 4
-    assert "No text" not in page
-    assert main(["es", "report", "--url", es_url, "--index", f"{index}-missing", "-o", str(out)]) == 2
-    assert "no such index" in capsys.readouterr().err
 
 
 # --- in a real browser -----------------------------------------------------------------------------------
 
 
-def browser() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if found is None:
-        pytest.skip("no headless Chromium: scripts/chromium.sh (run by scripts/test.sh and so by .ci/run) installs "
-                    "Debian's chromium as root")
-    return found
 
 
-def chromium(page: Path, profile: Path, *args: str, fragment: str = "") -> str:
-    """Chromium run headless on ``page`` (a file:// URL, as a double click opens it); what it printed."""
-    cmd = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={profile}",
-           "--virtual-time-budget=5000", *args, page.resolve().as_uri() + fragment]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
 
 
-def test_the_report_in_a_real_browser(tmp_path: Path) -> None:
-    """The DOM after the page's script ran: the clusters and the highlighted spans are there, the filters
-    (opened from the URL's fragment, as a shared link would) hide what they should; and a screenshot."""
-    browser()
-    source, verdicts = scanned(tmp_path)
-    SHOT.parent.mkdir(parents=True, exist_ok=True)
-    out = SHOT.with_suffix(".html")
-    assert main(["report", str(verdicts), "--input", str(source), "-o", str(out)]) == 0
-    dom = chromium(out, tmp_path / "profile", "--dump-dom")
-    assert clusters_of(dom) == [4, 2, 2] and 'data-shown="3"' in dom  # the script ran over every cluster
-    assert len(re.findall(r"<mark class=\"shared\">", dom)) >= 4 and "<ins>" in dom
-    filtered = chromium(out, tmp_path / "profile", "--dump-dom", fragment="#status=near&min=3")
-    hidden = re.findall(r'<section class="cluster" id="c\d+" data-size="(\d+)" hidden', filtered)
-    assert hidden == ["2", "2"] and 'data-shown="1"' in filtered
-    assert len(re.findall(r'<details class="member" data-status="exact"[^>]* hidden', filtered)) == 2  # every one
-    SHOT.unlink(missing_ok=True)
-    chromium(out, tmp_path / "profile", f"--screenshot={SHOT}", "--window-size=1400,1800", "--hide-scrollbars")
-    assert SHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and SHOT.stat().st_size > 20_000
-    print(f"report {out}, screenshot {SHOT}", file=sys.stderr)

@@ -17,13 +17,13 @@ from hashlib import blake2b, md5
 import numpy as np
 import pytest
 import simhash
-import zhtexts
 
 from scrapy_zhdedup.model import SKETCH_SIZE, Sketch
 from scrapy_zhdedup.similarity import sketch
 from scrapy_zhdedup.similarity.simhash import SimHasher
 from scrapy_zhdedup.similarity.words import _KEEP_CHARS, MAX_WEIGHT, Featurizer
 from scrapy_zhdedup.text import clean as text_module
+from tests.support import zhtexts
 
 EDGE = ["", "a", "好", "。", "𠀀", "ab", "你好", "a𠀀", "，。", "abc", "国务院", "𠀀𠀁𠀂", "，。！？", "abcd",
         "国务院会", "a好𠀀。", "   ", "\n\n", "！！！…………", "\U0010ffff\uffff\ufffe", "ＡＢＣ１２３", "ABCabc",

@@ -7,7 +7,7 @@ import pytest
 
 from scrapy_zhdedup.model import SKETCH_BYTES, SKETCH_SIZE, Sketch
 from scrapy_zhdedup.similarity import sketch
-from tests import zhtexts
+from tests.support import zhtexts
 
 
 def exact(new: str, earlier: str, n: int = sketch.SHINGLE) -> tuple[float, float]:

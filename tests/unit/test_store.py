@@ -15,7 +15,6 @@ from typing import BinaryIO
 
 import numpy as np
 import pytest
-import zhtexts
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError, StoreFailedError
 from scrapy_zhdedup.index.bandindex import BandIndex
@@ -31,6 +30,7 @@ from scrapy_zhdedup.store.files import atomic_write
 from scrapy_zhdedup.store.log import LOG_FILE
 from scrapy_zhdedup.store.meta import META_FILE
 from scrapy_zhdedup.text.clean import content_hash
+from tests.support import zhtexts
 
 ARTICLES = zhtexts.articles(40)
 

@@ -7,13 +7,13 @@ import re
 import unicodedata
 
 import pytest
-import zhtexts
-from zhtexts import CHROME_MARKERS, news_page
 
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.errors import EmptyTextError
 from scrapy_zhdedup.text.clean import TextCleaner, content_hash, decode_html
 from scrapy_zhdedup.text.furniture import without_furniture
+from tests.support import zhtexts
+from tests.support.zhtexts import CHROME_MARKERS, news_page
 
 ARTICLES = zhtexts.articles(40)
 # Pages served in GBK and, converted to Taiwan forms, in Big5.

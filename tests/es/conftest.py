@@ -1,0 +1,7 @@
+"""Tests that need a real Elasticsearch node (marker ``es``): the shared node of scripts/es-node.sh (or
+``$ZHDEDUP_TEST_ES_URL``), and the modules that start their own, once each: the 3-node cluster (``cluster``)
+and the node with security and TLS (``security``)."""
+
+from tests.support.es_node import es_client, es_url, index
+
+__all__ = ["es_client", "es_url", "index"]  # the shared node's fixtures
