@@ -100,10 +100,10 @@ class IndexMemory(EmbeddedStore):
             return
         repeats = None
         if meta["status"] == "near":
-            rows = [self._entry_rows[e] for e in self._entries(meta.get("dup_of") or "")]
+            row = self.row_of(meta.get("dup_of") or "")
             repeats = Match(meta.get("dup_of") or "", meta["cluster"], meta.get("distance") or 0,
                             meta.get("similarity") or 0.0, meta.get("contained") or 0.0, meta.get("reason") or "similar",
-                            row=max(rows, default=-1))
+                            row=row)
         self.add(meta["doc_id"], meta["hash"], stored_features(meta, passages), repeats)
         self.clusters.append(meta["cluster"])
 

@@ -325,7 +325,7 @@ def test_simhash_bands_switched_on_for_a_store_built_without_them(tmp_path: Path
     store.add("a", content_hash("a"), stored)
     assert store.find_near(query) is None
     with pytest.raises(ValueError, match="no band keys"):  # the fingerprints only
-        store._near.bands.candidates(query.fingerprint)
+        store._rows.near.bands.candidates(query.fingerprint)
     store.close()
     store = EmbeddedStore.open(CandidateKeys(layout, simhash_bands=True), tmp_path)
     match = store.find_near(query)
