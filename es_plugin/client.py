@@ -10,7 +10,7 @@ turn, and a node that fails one is left out for a while (1 s, doubling up to 30 
 goes to the next, so the death of one node of a cluster costs no document.  Sniffing (asking the
 cluster for its nodes) is not used: the nodes listed are the ones this process can reach (behind a
 proxy or in a container the addresses a cluster publishes often are not), and with them listed the
-failover needs nothing more (tests/test_es_cluster.py).
+failover needs nothing more (tests/es/test_es_cluster.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ One request, ``_security/user/_has_privileges``, which any user may send about i
 privileges the user has on the cluster and on the command's index; a missing one stops the command
 (or the crawl) at once with one line naming it, instead of a 403 on the first document or, for a
 crawl, one dead-lettered item after another.  The lists below are what the commands were found to
-need on Elasticsearch 9.2 (tests/test_es_security.py checks each privilege against the command that
+need on Elasticsearch 9.2 (tests/es/test_es_security.py checks each privilege against the command that
 needs it); README.md ("Privileges") has the role to grant.
 
 Two needs depend on the index: creating it (``create_index``, and ``manage_index_templates`` for its

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure a headless Chromium and a Chinese font are there for the report's browser test
-# (tests/test_report_browser.py), and prints the browser's path.  Run by scripts/test.sh, so CI
+# (tests/integration/test_report.py), and prints the browser's path.  Run by scripts/test.sh, so CI
 # (.ci/run) and a fresh machine get them.  Installs Debian's `chromium` and `fonts-wqy-zenhei` (a
 # CJK font: without one the screenshot shows boxes; 10 MB against 80 MB for fonts-noto-cjk) with
 # apt-get, only when they are missing and only as root; otherwise says what is missing and exits 1,

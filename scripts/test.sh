@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run). Installs with the test extras, starts this checkout's
 # Elasticsearch 9 node on 127.0.0.1 and runs pytest; then, because the README promises
-# Elasticsearch 8 as well, runs the Elasticsearch tests (-m es) again against this checkout's
+# Elasticsearch 8 as well, runs the Elasticsearch tests (-m es: tests/es/ and the tests of tests/faults/
+# that use a node; their conftests refuse a test there without its marker) again against this checkout's
 # Elasticsearch 8 node with an 8.x client from a second virtualenv (.venv-es8). Nodes it started
 # are stopped at the end; a node that was already running is left running. The tests that need more
 # than the shared node start what they need themselves, once, and stop it after their module (the

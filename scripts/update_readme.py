@@ -1,7 +1,7 @@
 """Regenerate README.md's generated blocks: the settings table and the ``--print-body`` example.
 
     .venv/bin/python scripts/update_readme.py          # rewrite them in place
-    .venv/bin/python scripts/update_readme.py --check  # exit 1 if README.md is stale (tests/test_readme.py)
+    .venv/bin/python scripts/update_readme.py --check  # exit 1 if README.md is stale (tests/unit/test_readme.py)
 
 Both come from the code (config.py's dataclasses; the ``zhdedup es search`` command itself), so the
 README cannot drift from what the package does.

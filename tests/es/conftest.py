@@ -2,6 +2,15 @@
 ``$ZHDEDUP_TEST_ES_URL``), and the modules that start their own, once each: the 3-node cluster (``cluster``)
 and the node with security and TLS (``security``)."""
 
+from pathlib import Path
+
+import pytest
+
 from tests.support.es_node import es_client, es_url, index
+from tests.support.markers import require_marker
 
 __all__ = ["es_client", "es_url", "index"]  # the shared node's fixtures
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    require_marker(items, Path(__file__).parent, "es")

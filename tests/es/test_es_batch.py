@@ -21,6 +21,7 @@ from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError
 from scrapy_zhdedup.index.bands import BandLayout
+from tests.support.es_runs import bulks_in_flight
 from tests.support.helpers import Interrupt, interrupt_after
 from tests.support.waiting import wait_until
 from tests.support.zhtexts import articles, edit_chars, traditional, with_attribution
@@ -170,10 +171,6 @@ def test_two_runs_side_by_side_give_the_result_of_one(es_url: str, es_client: El
     def grows_past(n: int, run: subprocess.Popen[str]) -> None:
         wait_until(lambda: count() > n, f"verdict beyond the {n} written", 600, proc=run)
 
-    def writing() -> bool:
-        tasks = es_client.tasks.list(actions="indices:data/write/*")["nodes"]
-        return any(node["tasks"] for node in tasks.values())
-
     def start(i: int) -> subprocess.Popen[str]:
         return subprocess.Popen([sys.executable, "-m", "scrapy_zhdedup.cli", "es", "dedup-index", "--url", es_url,
                                  "--index", shared, "--checkpoint", str(tmp_path / f"ck{i}.json"),
@@ -182,7 +179,7 @@ def test_two_runs_side_by_side_give_the_result_of_one(es_url: str, es_client: El
 
     def paused(run: subprocess.Popen[str]) -> int:
         run.send_signal(signal.SIGSTOP)
-        wait_until(lambda: not writing(), "end of the writes the paused run had sent")  # they land, then count
+        wait_until(lambda: not bulks_in_flight(es_url), "end of the bulks the paused run had sent")  # they land
         return count()
 
     first = start(0)

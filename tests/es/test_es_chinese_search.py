@@ -10,18 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
 
 from es_plugin.commands.ingest import ingest
 from es_plugin.commands.search import folded_search
-from es_plugin.index.chinese import SearchText
-from es_plugin.index.template import template_body, template_name
+from es_plugin.index.template import template_name
 from examples.site.generate import generate
-from scrapy_zhdedup.config import Analysis, DedupConfig, EsConfig
-from scrapy_zhdedup.index.bands import BandLayout
+from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.text.clean import TextCleaner
 from tests.support.zhtexts import news_page
 
@@ -97,23 +95,8 @@ def test_the_index_is_mapped_for_search(es_client: Elasticsearch, site_index: tu
     assert es_client.cluster.health(index=index)["status"] == "green"  # one node: no unassigned replica
 
 
-@pytest.mark.parametrize(("analysis", "expected"), [
-    ("smartcn", {"analyzer": "smartcn"}),
-    ("ik", {"analyzer": "ik_max_word", "search_analyzer": "ik_smart"}),
-])
-def test_plugin_presets_map_the_text_with_the_plugin(analysis: str, expected: dict[str, str]) -> None:
-    """Our node has neither plugin: only the mapping body is checked."""
-    search = SearchText("content", cast(Analysis, analysis))
-    props = template_body("news", BandLayout(k=3), search=search)["template"]["mappings"]["properties"]
-    assert props["content"] == {"type": "text", **expected} and props["title"] == props["content"]
-    assert search.query_text("台风 登陆") == "台风 登陆" and search.searched(["title", "content"]) == ["title", "content"]
 
 
-def test_jieba_queries_are_segmented_and_normalised() -> None:
-    search = SearchText()
-    assert search.query_text("臺風登陸") == "台风 登陆"
-    assert search.query_text("ＡＢＣ 公司，上市") == "abc 公司 上市"
-    assert search.searched(["title", "text"]) == ["title", "zhdedup.words"]
 
 
 @pytest.mark.es

@@ -2,6 +2,15 @@
 real processes; those on Elasticsearch (also marked ``es``) use the shared node and a node of their own that
 they may kill (tests/support/fault_node.py)."""
 
+from pathlib import Path
+
+import pytest
+
 from tests.support.es_node import es_client, es_url, index
+from tests.support.markers import require_marker
 
 __all__ = ["es_client", "es_url", "index"]  # the shared node's fixtures
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    require_marker(items, Path(__file__).parent, "fault")

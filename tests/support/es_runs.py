@@ -141,11 +141,20 @@ def stored(url: str, index: str) -> Verdicts:
     return out
 
 
-def bulks_answered(url: str) -> int:
-    """Bulk requests the node has answered since it started, whatever the answer (its HTTP route statistics)."""
+def _bulk_routes(url: str) -> list[dict[str, Any]]:
+    """The node's HTTP route statistics of bulk requests (``/_bulk``, ``/<index>/_bulk``) since it started."""
     nodes = request_json("GET", f"{url}/_nodes/_local/stats/http")["nodes"].values()
-    return sum(route["responses"]["count"] for node in nodes for path, route in node["http"].get("routes", {}).items()
-               if path.endswith("/_bulk"))
+    return [route for node in nodes for path, route in node["http"].get("routes", {}).items() if path.endswith("/_bulk")]
+
+
+def bulks_answered(url: str) -> int:
+    """Bulk requests the node has answered, whatever the answer."""
+    return sum(route["responses"]["count"] for route in _bulk_routes(url))
+
+
+def bulks_in_flight(url: str) -> int:
+    """Bulk requests the node has received and not answered yet."""
+    return sum(route["requests"]["count"] - route["responses"]["count"] for route in _bulk_routes(url))
 
 
 def set_write_block(url: str, index: str, blocked: bool) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import re
 from types import ModuleType
 
 from tests.support import ROOT
@@ -38,3 +39,9 @@ def test_settings_table_lists_every_setting() -> None:
 
 
 
+
+
+def test_the_files_it_names_under_tests_exist() -> None:
+    """The README points at tests and their helpers by path (tests/<directory>/<module>.py): none may be stale."""
+    named = set(re.findall(r"\btests/[\w/]+\.py\b", README.read_text(encoding="utf-8")))
+    assert named and not {path for path in named if not (ROOT / path).is_file()}
