@@ -31,9 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import bench_recall, common, recall_sets, sources, truth
-from benchmarks.corpus import SHINGLE as TRUTH_SHINGLE
+from benchmarks import bench_recall, common
 from benchmarks.exact_overlaps import ExactOverlaps
+from corpora import recall_sets, sources, truth
+from corpora.corpus import SHINGLE as TRUTH_SHINGLE
+from corpora.scoring import pairwise, predicted_clusters
 from scrapy_zhdedup import DedupConfig
 from scrapy_zhdedup.similarity.rule import NearRule
 from scrapy_zhdedup.similarity.sketch import SHINGLE, Overlap, shingle_hashes
@@ -66,7 +68,7 @@ def _sizes(a: str, b: str) -> tuple[int, int]:
 
 
 def scores(docs: Sequence[recall_sets.Doc], links: Sequence[str | None]) -> dict[str, float]:
-    p, r, f1 = bench_recall.pairwise(bench_recall.predicted_clusters(docs, links), [d.group for d in docs])
+    p, r, f1 = pairwise(predicted_clusters(docs, links), [d.group for d in docs])
     return {"precision": p, "recall": r, "f1": f1}
 
 
@@ -101,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {}
     rows = []
     for corpus in args.corpus:
-        docs, _ = bench_recall.build_sets(corpus, 600, 60, args.seed)["natural"]
+        docs, _ = recall_sets.build_sets(corpus, 600, 60, args.seed)["natural"]
         r = results[corpus] = cross_links(docs, config, args.exact_up_to)
         medians = r["median_exact_overlap"]
         rows.append([corpus, r["documents"], r["links"], r["cross_group"],

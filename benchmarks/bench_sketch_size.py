@@ -22,8 +22,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchmarks import bench_recall, common, recall_sets, sources
+from benchmarks import bench_recall, common
 from benchmarks.exact_overlaps import ExactOverlaps, OverlapOf, SimulatedSketch, exact
+from corpora import recall_sets, sources
 from scrapy_zhdedup import DedupConfig
 
 
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {}
     rows = []
     for corpus in args.corpus:
-        sets = bench_recall.build_sets(corpus, 600, 60, args.seed)
+        sets = recall_sets.build_sets(corpus, 600, 60, args.seed)
         for sketch, overlap in sketches.items():
             for line_spec, config in lines.items():
                 r = results.setdefault(corpus, {}).setdefault(sketch, {})[line_spec] = {
