@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_accuracy [--n-base 1000] [--short-n-base 1000] [--jobs 2]
 
-Data: ``benchmarks.corpus.build_accuracy_set`` — real news articles, 0-3 reposts of each
+Data: ``corpora.corpus.build_accuracy_set`` — real news articles, 0-3 reposts of each
 (header/footer added, punctuation width, character edits, dropped or swapped paragraph,
 truncation, traditional script, and combinations), plus pairs of *different* articles in
 the same site template or announcement boilerplate ("look-alikes", which must stay apart);
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks import common
-from benchmarks.corpus import DEFAULT_SEED, Record, build_accuracy_set, build_short_set
-from benchmarks.reposts import TRANSFORMS
+from corpora.corpus import DEFAULT_SEED, Record, build_accuracy_set, build_short_set
+from corpora.reposts import TRANSFORMS
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import EmptyTextError

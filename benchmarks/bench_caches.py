@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import common
-from benchmarks.corpus import build_scan_file
+from corpora.corpus import build_scan_file
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.simhash import SimHasher, _digest

@@ -16,7 +16,7 @@ put under the first of three causes that fits it, from exact overlaps of the two
 
 Judges each natural set with ``Deduper`` defaults in order, as ``bench_recall`` does, then once more
 with every candidate verified on the exact overlap of the two texts' shingles instead of the sketches'
-estimates (:class:`~benchmarks.exact_overlaps.ExactOverlaps`: what a perfect sketch would decide, with the same candidates and
+estimates (:class:`~corpora.exact_overlaps.ExactOverlaps`: what a perfect sketch would decide, with the same candidates and
 rule), and gives the pairwise P/R/F1 of both; writes ``benchmarks/results/cross_links.json``.
 """
 
@@ -29,44 +29,16 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from benchmarks import bench_recall, common, recall_sets, sources, truth
-from benchmarks.corpus import SHINGLE as TRUTH_SHINGLE
-from benchmarks.exact_overlaps import ExactOverlaps
+from benchmarks import bench_recall, common
+from corpora import recall_sets, sources
+from corpora.exact_overlaps import ExactOverlaps
+from corpora.scoring import CAUSES, cause, pairwise, predicted_clusters
 from scrapy_zhdedup import DedupConfig
 from scrapy_zhdedup.similarity.rule import NearRule
-from scrapy_zhdedup.similarity.sketch import SHINGLE, Overlap, shingle_hashes
-
-CAUSES = ("punctuation", "rule", "estimate")
-
-
-def overlap(new: str, earlier: str, n: int) -> Overlap:
-    """Exact overlap of ``new`` with ``earlier`` on ``n``-grams of word characters."""
-    x, y = shingle_hashes(new, n), shingle_hashes(earlier, n)
-    shared = np.intersect1d(x, y, assume_unique=True).size
-    return Overlap(shared / (x.size + y.size - shared), shared / max(x.size, 1), x.size, y.size)
-
-
-def cause(new: str, earlier: str, rule: NearRule) -> tuple[str, float]:
-    """Why ``new`` was linked to ``earlier`` (:data:`CAUSES`), and their exact Jaccard on the engine's
-    shingles."""
-    mine = overlap(new, earlier, SHINGLE)
-    if truth.is_duplicate(*truth.overlap(*(shingle_hashes(t, TRUTH_SHINGLE) for t in (new, earlier))),
-                          *_sizes(new, earlier)):
-        return "punctuation", mine.jaccard
-    if rule.reason(mine) is not None:
-        return "rule", mine.jaccard
-    return "estimate", mine.jaccard
-
-
-def _sizes(a: str, b: str) -> tuple[int, int]:
-    x, y = shingle_hashes(a, TRUTH_SHINGLE), shingle_hashes(b, TRUTH_SHINGLE)
-    return min(x.size, y.size), max(x.size, y.size)
 
 
 def scores(docs: Sequence[recall_sets.Doc], links: Sequence[str | None]) -> dict[str, float]:
-    p, r, f1 = bench_recall.pairwise(bench_recall.predicted_clusters(docs, links), [d.group for d in docs])
+    p, r, f1 = pairwise(predicted_clusters(docs, links), [d.group for d in docs])
     return {"precision": p, "recall": r, "f1": f1}
 
 
@@ -101,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {}
     rows = []
     for corpus in args.corpus:
-        docs, _ = bench_recall.build_sets(corpus, 600, 60, args.seed)["natural"]
+        docs, _ = recall_sets.build_sets(corpus, 600, 60, args.seed)["natural"]
         r = results[corpus] = cross_links(docs, config, args.exact_up_to)
         medians = r["median_exact_overlap"]
         rows.append([corpus, r["documents"], r["links"], r["cross_group"],

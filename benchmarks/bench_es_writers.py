@@ -1,6 +1,6 @@
 """Several writer processes on one index: near repeats missed because of concurrency, before and after reconcile.
 
-The labelled accuracy set (``benchmarks.corpus.build_accuracy_set``: originals, 0–3 edited reposts each,
+The labelled accuracy set (``corpora.corpus.build_accuracy_set``: originals, 0–3 edited reposts each,
 look-alike pairs) is dealt round-robin to 1, 2 and 4 writer processes, which start together and each
 ``es ingest`` their share in the global order (annotate mode, so every document lands in the index with
 its verdict; one worker process each).  A repost whose original went to another writer is found
@@ -31,7 +31,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from benchmarks.corpus import Record, build_accuracy_set
+from corpora.corpus import Record, build_accuracy_set
 from es_plugin.commands.ingest import ingest
 from es_plugin.commands.reconcile import reconcile
 from es_plugin.index.template import install, template_name

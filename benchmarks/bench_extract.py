@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.corpus import load_base
+from corpora.corpus import load_base
 from examples.site.generate import generate
 from scrapy_zhdedup.text.clean import TextCleaner, decode_html
 

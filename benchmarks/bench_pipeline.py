@@ -3,7 +3,7 @@
     python -m benchmarks.bench_pipeline [--docs 2000] [--repeat 3]
     python -m benchmarks.bench_pipeline --docs 100000          # bounded-memory run (ours only)
 
-Input: ``benchmarks.corpus.build_scan_file`` — real news articles, then "mosaics" of real
+Input: ``corpora.corpus.build_scan_file`` — real news articles, then "mosaics" of real
 sentences, 30 % reposts of earlier documents, 10 % of the lines also carrying a full HTML
 page (cached under ``$ZHDEDUP_BENCH_CACHE``, default /tmp/zhdedup-bench).  Every contender
 judges each document against all before it:
@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from benchmarks import common
-from benchmarks.corpus import DEFAULT_SEED, build_scan_file
 from benchmarks.store_bytes import store_bytes
+from corpora.corpus import DEFAULT_SEED, build_scan_file
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import EmptyTextError

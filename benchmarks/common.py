@@ -21,11 +21,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from corpora import CACHE_DIR as CACHE_DIR  # scan files and fingerprints are cached there
+
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-CACHE_DIR = Path(os.environ.get("ZHDEDUP_BENCH_CACHE", "/tmp/zhdedup-bench"))
 PACKAGES = ("scrapy-zhdedup", "numpy", "rjieba", "jieba", "simhash", "datasketch", "pybloom-live", "scrapy")
 
 

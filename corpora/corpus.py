@@ -19,10 +19,10 @@ function of the seed: the same seed gives byte-identical output.
 
 CLI::
 
-    python -m benchmarks.corpus base                       # dedup statistics
-    python -m benchmarks.corpus accuracy -o acc.jsonl [--n-base 1000]
-    python -m benchmarks.corpus short -o short.jsonl [--n-base 1000]
-    python -m benchmarks.corpus scan -n 100000 -o scan.jsonl
+    python -m corpora.corpus base                       # dedup statistics
+    python -m corpora.corpus accuracy -o acc.jsonl [--n-base 1000]
+    python -m corpora.corpus short -o short.jsonl [--n-base 1000]
+    python -m corpora.corpus scan -n 100000 -o scan.jsonl
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import numpy as np
 import opencc
 from datasketch import MinHash, MinHashLSH
 
-from benchmarks.reposts import TRANSFORMS, clauses, paragraphs, repost, sentences, template_lookalike
+from corpora.reposts import TRANSFORMS, clauses, paragraphs, repost, sentences, template_lookalike
 
 DEFAULT_SEED = 20261121
 
@@ -492,7 +492,7 @@ def _print_counts(counts: collections.Counter[str], seconds: float, path: str | 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.corpus", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m corpora.corpus", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("base", help="load the base set and print natural-duplicate statistics")
     for name in ("accuracy", "short"):

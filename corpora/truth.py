@@ -10,7 +10,7 @@ The join is exact, not LSH: both conditions imply an overlap of at least 0.7 × 
 set, so (prefix filtering, Chaudhuri et al. 2006) the smaller text x shares at least one of its
 ``|x| − ⌈0.7|x|⌉ + 1`` rarest shingles with the other text. Probing an inverted index of all
 shingles with only those prefixes finds every qualifying pair; each candidate is then checked
-on the full sets. Shingles are 32-bit hashes (``benchmarks.corpus.shingle_hashes``).
+on the full sets. Shingles are 32-bit hashes (``corpora.corpus.shingle_hashes``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmarks.corpus import shingle_hashes
+from corpora.corpus import shingle_hashes
 
 JACCARD = 0.7
 CONTAINMENT = 0.9

@@ -16,7 +16,7 @@ import html
 import random
 from dataclasses import dataclass
 
-from benchmarks.reposts import paragraphs
+from corpora.reposts import paragraphs
 from scrapy_zhdedup.text.clean import TextCleaner
 
 
@@ -61,7 +61,7 @@ def _name(rng: random.Random) -> str:
 
 
 def render(portal: Portal, title: str, text: str, rng: random.Random) -> str:
-    """``text`` (paragraphs split as ``benchmarks.reposts.paragraphs`` does) as a page of ``portal``."""
+    """``text`` (paragraphs split as ``corpora.reposts.paragraphs`` does) as a page of ``portal``."""
     paras = [p for p in paragraphs(text)[0] if p.strip()]
     if portal.dateline:
         paras[0] = portal.dateline + paras[0]
