@@ -36,6 +36,7 @@ from tests.es.test_es_lookups import store
 from tests.support.es_proxy import EsProxy
 from tests.support.fault_node import free_port
 from tests.support.helpers import Stats, backend
+from tests.support.waiting import wait_until_async
 
 pytestmark = pytest.mark.es
 
@@ -100,8 +101,9 @@ async def test_outage_mid_run_is_retried(proxy: tuple[EsProxy, str], index: str,
         loop.call_later(1.2, p.restore)
         assert await judge(b, 2) == "unique"
         p.pause()
+        retries = stats["zhdedup/es/retries"]
         flushing = asyncio.ensure_future(b.flush())
-        await asyncio.sleep(1.2)
+        await wait_until_async(lambda: stats["zhdedup/es/retries"] > retries, "bulk timed out and retried")
         p.restore()
         await flushing
         assert await judge(b, 3) == "unique"

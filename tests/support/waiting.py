@@ -3,6 +3,7 @@ than sleeping for a guessed time that a slow machine or a retry's back-off can o
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 from collections.abc import Callable
@@ -17,3 +18,11 @@ def wait_until(condition: Callable[[], object], what: str, timeout: float = 60.0
         assert proc is None or proc.poll() is None, f"the process ended (exit {proc.returncode}) before {what}"
         assert time.monotonic() < deadline, f"no {what} within {timeout:g} s"
         time.sleep(0.02)
+
+
+async def wait_until_async(condition: Callable[[], object], what: str, timeout: float = 60.0) -> None:
+    """:func:`wait_until` inside an event loop, which goes on running meanwhile."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"no {what} within {timeout:g} s"
+        await asyncio.sleep(0.02)
