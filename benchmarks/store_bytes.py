@@ -36,14 +36,14 @@ def near_index_bytes(index: NearIndex) -> dict[str, int]:
 
 def store_bytes(store: EmbeddedStore) -> dict[str, int]:
     """Bytes of each part of ``store`` (the parts of the README's bytes-per-document table)."""
-    ids = sum(len(i.encode()) + 49 for i in store._ids) + 8 * len(store._ids)  # str objects + list slots
-    verdicts = (len(store._entry_hashes) + sum(a.itemsize * len(a) for a in (
-        store._entry_rows, store._entry_status, store._entry_match, store._entry_distance, store._entry_similarity,
-        store._entry_contained, store._entry_reason, store._row_entry)) + table_bytes(store._id_table))
+    entries, rows = store._entries, store._rows
+    ids = sum(len(i.encode()) + 49 for i in entries.ids) + 8 * len(entries.ids)  # str objects + list slots
+    verdicts = (sum(a.itemsize * len(a) for a in (*entries._columns.values(), rows.entry))
+                + table_bytes(entries._id_table))
     return {
-        **near_index_bytes(store._near),
-        "exact_index": table_bytes(store._exact),
-        "clusters": 4 * len(store._roots),
+        **near_index_bytes(rows.near),
+        "exact_index": table_bytes(rows._exact),
+        "clusters": 4 * len(rows.roots),
         "ids": ids,
         "verdicts": verdicts,
         "bloom": bloom_bytes(store.bloom),

@@ -184,12 +184,7 @@ def from_settings(cls: type[T], settings: Mapping[str, Any] | Any) -> T:
         if raw is None:
             continue
         values[f.name] = _convert(name, raw, hints[f.name])
-    try:
-        return cls(**values)
-    except ConfigError:
-        raise
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"invalid ZHDEDUP_ settings: {exc}") from exc
+    return _build(cls, values, "ZHDEDUP_ settings")
 
 
 def _convert(name: str, raw: Any, hint: Any) -> Any:
@@ -254,12 +249,17 @@ def from_args(cls: type[T], args: argparse.Namespace, **values: Any) -> T:
     for f in dataclasses.fields(cls):
         if f.name not in values and hasattr(args, f.name):
             values[f.name] = getattr(args, f.name)
+    return _build(cls, values, "options")
+
+
+def _build(cls: type[T], values: dict[str, Any], source: str) -> T:
+    """``cls(**values)``; a value it refuses is a ConfigError naming ``source``."""
     try:
         return cls(**values)
     except ConfigError:
         raise
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"invalid options: {exc}") from exc
+        raise ConfigError(f"invalid {source}: {exc}") from exc
 
 
 def settings_table() -> str:

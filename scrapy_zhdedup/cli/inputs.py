@@ -75,11 +75,7 @@ def read_records(fh: IO[str], path: str, *, strict: bool = False, start_line: in
         try:
             yield parse_line(raw, path, number)
         except BadRecordError as exc:
-            if strict:
-                raise
-            logger.warning("skipped %s", exc)
-            if errors is not None:
-                errors.append(exc)
+            _skip(exc, strict, errors)
 
 
 def _lines(fh: IO[str], path: str) -> Iterator[tuple[int, str]]:
@@ -122,11 +118,16 @@ def read_pages(directory: Path, *, strict: bool = False, errors: list[BadRecordE
         try:
             yield read_page(directory, file)
         except BadRecordError as exc:
-            if strict:
-                raise
-            logger.warning("skipped %s", exc)
-            if errors is not None:
-                errors.append(exc)
+            _skip(exc, strict, errors)
+
+
+def _skip(exc: BadRecordError, strict: bool, errors: list[BadRecordError] | None) -> None:
+    """A bad record: raised again if ``strict``, else logged and kept in ``errors``; the run goes on."""
+    if strict:
+        raise exc
+    logger.warning("skipped %s", exc)
+    if errors is not None:
+        errors.append(exc)
 
 
 def open_input(path: str | Path) -> IO[str]:
