@@ -1,6 +1,6 @@
 """Accuracy on labelled reposts: ours in each mode vs the ``simhash`` package vs datasketch LSH.
 
-    python -m benchmarks.bench_accuracy [--n-base 1000] [--short-n-base 1000] [--jobs 2]
+    python -m benchmarks accuracy [--n-base 1000] [--short-n-base 1000] [--jobs 2]
 
 Data: ``corpora.corpus.build_accuracy_set`` — real news articles, 0-3 reposts of each
 (header/footer added, punctuation width, character edits, dropped or swapped paragraph,
@@ -20,96 +20,19 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks import common
+from benchmarks.judges import Judge, minhash_lsh, ours, simhash_default, simhash_jieba
+from benchmarks.runner import Benchmark, Result, positive
 from corpora.corpus import DEFAULT_SEED, Record, build_accuracy_set, build_short_set
 from corpora.reposts import TRANSFORMS
-from scrapy_zhdedup.config import DedupConfig
-from scrapy_zhdedup.deduper import Deduper
-from scrapy_zhdedup.errors import EmptyTextError
 
-NUM_PERM = 128
 KINDS = tuple(TRANSFORMS)
-
-# A judge reads the records in order and yields, per record, the id of the earlier record it
-# repeats (or None).
-Judge = Callable[[Sequence[Record]], Iterator[str | None]]
-
-
-def ours(**options: Any) -> Judge:
-    config = DedupConfig(**options)
-
-    def judge(records: Sequence[Record]) -> Iterator[str | None]:
-        deduper = Deduper(config)
-        for r in records:
-            try:
-                verdict = deduper.check(r.id, text=r.text)
-            except EmptyTextError:
-                yield None
-                continue
-            yield verdict.dup_of
-
-    return judge
-
-
-def _closest_simhash(index: Any, fp: Any, values: dict[str, int], order: dict[str, int]) -> str | None:
-    found = index.get_near_dups(fp)
-    if not found:
-        return None
-    return min(found, key=lambda i: (bin(values[i] ^ fp.value).count("1"), order[i]))
-
-
-def simhash_default(records: Sequence[Record]) -> Iterator[str | None]:
-    """The package used as documented: ``Simhash(text)`` (its 4-character tokenizer), k=3."""
-    from simhash import Simhash, SimhashIndex
-
-    index, values, order = SimhashIndex([], k=3), {}, {}
-    for n, r in enumerate(records):
-        fp = Simhash(r.text)
-        yield _closest_simhash(index, fp, values, order)
-        index.add(r.id, fp)
-        values[r.id], order[r.id] = fp.value, n
-
-
-def simhash_jieba(records: Sequence[Record]) -> Iterator[str | None]:
-    """The naive pipeline of bench_pipeline: ``jieba.lcut`` tokens, unweighted, k=3."""
-    import jieba
-    from simhash import Simhash, SimhashIndex
-
-    index, values, order = SimhashIndex([], k=3), {}, {}
-    for n, r in enumerate(records):
-        fp = Simhash(jieba.lcut(r.text))
-        yield _closest_simhash(index, fp, values, order)
-        index.add(r.id, fp)
-        values[r.id], order[r.id] = fp.value, n
-
-
-def minhash_lsh(shingle: int, threshold: float) -> Judge:
-    """datasketch: character ``shingle``-grams, 128 permutations, MinHashLSH at ``threshold``;
-    of the candidates, the one with the highest estimated Jaccard (oldest on ties)."""
-
-    def judge(records: Sequence[Record]) -> Iterator[str | None]:
-        from datasketch import MinHash, MinHashLSH
-
-        lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
-        seen: dict[str, tuple[int, MinHash]] = {}
-        for n, r in enumerate(records):
-            text = r.text
-            m = MinHash(num_perm=NUM_PERM)
-            m.update_batch([g.encode("utf-8") for g in {text[i : i + shingle] for i in range(max(1, len(text) - shingle + 1))}])
-            found = lsh.query(m)
-            yield min(found, key=lambda i: (-m.jaccard(seen[i][1]), seen[i][0])) if found else None
-            lsh.insert(r.id, m)
-            seen[r.id] = (n, m)
-
-    return judge
-
 
 LONG_METHODS: dict[str, Judge] = {
     "ours, default (sketch keys, sketch-verified)": ours(),
@@ -261,16 +184,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f} %"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_accuracy", description=__doc__.split("\n")[0])
-    parser.add_argument("--n-base", type=int, default=1000, help="originals in the long-text set (0: skip it)")
-    parser.add_argument("--short-n-base", type=int, default=1000, help="originals in the short-text set (0: skip it)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--jobs", type=int, default=2, help="methods judged in parallel (default %(default)s)")
-    args = parser.parse_args(argv)
-    if args.n_base < 0 or args.short_n_base < 0 or args.jobs < 1:
-        parser.error("--n-base/--short-n-base must be >= 0 and --jobs >= 1")
-    info = common.start("Accuracy on labelled reposts")
+def run(args: argparse.Namespace) -> Result:
     t0 = time.perf_counter()
     if args.n_base:
         _SETS["long"] = build_accuracy_set(args.n_base, args.seed)
@@ -279,16 +193,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"sets built in {time.perf_counter() - t0:.0f} s: "
           + ", ".join(f"{k} {len(v):,} documents" for k, v in _SETS.items()) + "\n", flush=True)
     scores = run_all(args.jobs)
-    printed = tables(scores, _SETS)
-    print()
-    for t in printed:
-        print(t + "\n")
-    print("docs/s: single process, while other methods ran on the other core; for speed see bench_pipeline.")
-    name = "accuracy" if (args.n_base, args.short_n_base) == (1000, 1000) else f"accuracy-{args.n_base}-{args.short_n_base}"
-    common.write_results(name, info, vars(args),
-                         {k: {m: s.as_dict() for m, s in v.items()} for k, v in scores.items()}, printed)
-    return 0
+    return Result({k: {m: s.as_dict() for m, s in v.items()} for k, v in scores.items()}, tables(scores, _SETS),
+                   ["docs/s: single process, while other methods ran on the other core; for speed see throughput."])
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--n-base", type=_count, default=1000, help="originals in the long-text set (0: skip it)")
+    parser.add_argument("--short-n-base", type=_count, default=1000, help="originals in the short-text set (0: skip it)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--jobs", type=positive, default=2, help="methods judged in parallel (default %(default)s)")
+
+
+def _count(text: str) -> int:
+    if int(text) < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return int(text)
+
+
+BENCHMARKS = (Benchmark("accuracy", __doc__, run, options),)

@@ -1,11 +1,11 @@
 """Feature caches: hit rate and memory against their cap, to choose the default caps.
 
-    python -m benchmarks.bench_caches [--docs 20000] [--caps 25000,50000,100000,200000,400000,1000000]
+    python -m benchmarks caches [--docs 20000] [--caps 25000,50000,100000,200000,400000,1000000]
 
 Two caches sit on the fingerprint path: the Featurizer's word → weight table (a miss costs an IDF
 lookup and a few regex tests) and the SimHasher's word → MD5 bytes table (a miss costs an MD5; a
 short text's character shingles are hashed without it).
-Both are cleared when full.  The documents of the 100k scan corpus (real news) are cleaned and
+Both are cleared when full.  The documents of the scan corpus (real news, 30 % reposts) are cleaned and
 segmented once; the exact key streams both caches see are then replayed against each cap with the
 same clear-when-full policy, so hit rates are exact, not sampled.  Bytes per entry come from
 ``tracemalloc`` around filling the real caches; the time a miss costs is measured on the real code.
@@ -21,11 +21,11 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import islice
-from pathlib import Path
 from typing import Any
 
 from benchmarks import common
-from corpora.corpus import build_scan_file
+from benchmarks.runner import Benchmark, Result, positive
+from corpora.corpus import DEFAULT_SEED, scan_file
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.simhash import SimHasher, _digest
@@ -51,17 +51,6 @@ def hit_rate(stream: Iterable[Sequence[str]], cap: int) -> tuple[float, int]:
     return hits / total if total else 0.0, peak
 
 
-def scan_corpus(n_docs: int) -> Path:
-    """The cached text corpus of ``bench_pipeline --docs 100000`` (real news, 29 % reposts), or one as large."""
-    path = common.CACHE_DIR / "scan-100000-20261121.jsonl"
-    if not path.exists():
-        path = common.CACHE_DIR / f"scan-{n_docs}-20261121.jsonl"
-        if not path.exists():
-            common.CACHE_DIR.mkdir(parents=True, exist_ok=True)
-            build_scan_file(path, n_docs, 20261121)
-    return path
-
-
 def streams(n_docs: int) -> tuple[list[list[str]], list[list[str]], int]:
     """Per document: the words the Featurizer looks up, and the features the SimHasher hashes."""
     import rjieba
@@ -70,7 +59,7 @@ def streams(n_docs: int) -> tuple[list[list[str]], list[list[str]], int]:
     words: list[list[str]] = []
     features: list[list[str]] = []
     chars = 0
-    with scan_corpus(n_docs).open(encoding="utf-8") as fh:
+    with scan_file(n_docs, DEFAULT_SEED).open(encoding="utf-8") as fh:
         for line in islice(fh, n_docs):
             rec = json.loads(line)
             clean = fp.clean(text=rec.get("text"), html=rec.get("html"))
@@ -122,13 +111,8 @@ def miss_costs(words: list[list[str]], features: list[list[str]]) -> tuple[float
     return learn, digest
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_caches", description=__doc__.split("\n")[0])
-    parser.add_argument("--docs", type=int, default=20_000)
-    parser.add_argument("--caps", default=",".join(map(str, CAPS)))
-    args = parser.parse_args(argv)
+def run(args: argparse.Namespace) -> Result:
     caps = [int(c) for c in args.caps.split(",")]
-    info = common.start(f"Feature-cache hit rates on {args.docs:,} news documents")
     words, features, chars = streams(args.docs)
     word_bytes, feature_bytes = bytes_per_entry(words, features)
     learn_us, digest_us = miss_costs(words, features)
@@ -144,17 +128,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     per_doc_w = sum(map(len, words)) / max(1, len(words))
     per_doc_f = sum(map(len, features)) / max(1, len(features))
     table = common.table(["cap", "Featurizer hits", "entries", "SimHasher hits", "entries", "memory (both)"], rows)
-    print(table)
-    print(f"\n{per_doc_w:.0f} words and {per_doc_f:.0f} features per document; {chars} documents in character mode; "
-          f"a miss costs {learn_us:.1f} µs (word) / {digest_us:.1f} µs (MD5); "
-          f"{word_bytes:.0f} / {feature_bytes:.0f} bytes per entry")
+    note = (f"\n{per_doc_w:.0f} words and {per_doc_f:.0f} features per document; {chars} documents in character mode; "
+            f"a miss costs {learn_us:.1f} µs (word) / {digest_us:.1f} µs (MD5); "
+            f"{word_bytes:.0f} / {feature_bytes:.0f} bytes per entry")
     data: dict[str, Any] = {"docs": args.docs, "caps": results, "words_per_doc": per_doc_w,
                             "features_per_doc": per_doc_f, "char_mode_docs": chars, "miss_us_word": learn_us,
                             "miss_us_feature": digest_us, "bytes_per_word_entry": word_bytes,
                             "bytes_per_feature_entry": feature_bytes}
-    common.write_results("caches", info, vars(args), data, [table])
-    return 0
+    return Result(data, [table], [note])
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--docs", type=positive, default=20_000)
+    parser.add_argument("--caps", default=",".join(map(str, CAPS)))
+
+
+BENCHMARKS = (Benchmark("caches", __doc__, run, options),)

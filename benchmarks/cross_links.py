@@ -1,8 +1,8 @@
 """Where natural precision goes: the links of ``zhdedup scan`` that join two different true groups.
 
-    python -m benchmarks.bench_cross_links [--corpus inews pd1998 reviews clauses]
+    python -m benchmarks cross_links [--corpus inews pd1998 reviews clauses] [--exact-up-to SHINGLES]
 
-``bench_recall`` scores its natural sets against an exact join on character 5-grams with the
+The ``recall`` benchmark scores its natural sets against an exact join on character 5-grams with the
 punctuation kept (Jaccard ≥ 0.7, or containment ≥ 0.9). The engine decides on estimated overlaps of
 character 4-grams without punctuation (``NearRule``: Jaccard ≥ 0.65, or containment ≥ 0.85). Every
 ``dup_of`` link between documents of two different true groups costs precision. Each such link is
@@ -14,26 +14,28 @@ put under the first of three causes that fits it, from exact overlaps of the two
   accept (an edited or partly contained copy) and the truth's stricter line does not;
 - **estimate**: only the sketch's estimate passed the rule (the exact overlap does not).
 
-Judges each natural set with ``Deduper`` defaults in order, as ``bench_recall`` does, then once more
+Judges each natural set with ``Deduper`` defaults in order, as ``recall`` does, then once more
 with every candidate verified on the exact overlap of the two texts' shingles instead of the sketches'
 estimates (:class:`~benchmarks.exact_overlaps.ExactOverlaps`: what a perfect sketch would decide, with the same candidates and
-rule), and gives the pairwise P/R/F1 of both; writes ``benchmarks/results/cross_links.json``.
+rule), and gives the pairwise P/R/F1 of both.  :func:`check` first puts three constructed pairs under
+their causes.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from benchmarks import bench_recall, common
+from benchmarks import common, exact_overlaps, recall
+from benchmarks.common import expect
 from benchmarks.exact_overlaps import ExactOverlaps
-from corpora import recall_sets, sources, truth
+from benchmarks.runner import Benchmark, Result, corpus_option
+from corpora import recall_sets, truth
 from corpora.corpus import SHINGLE as TRUTH_SHINGLE
 from corpora.scoring import pairwise, predicted_clusters
 from scrapy_zhdedup import DedupConfig
@@ -73,8 +75,8 @@ def scores(docs: Sequence[recall_sets.Doc], links: Sequence[str | None]) -> dict
 
 
 def cross_links(docs: Sequence[recall_sets.Doc], config: DedupConfig, exact_up_to: int | None = None) -> dict[str, Any]:
-    links = list(bench_recall.Ours(config)(docs))
-    exact_links = list(bench_recall.Ours(config, overlaps=lambda: ExactOverlaps(exact_up_to))(docs))
+    links = list(recall.Ours(config)(docs))
+    exact_links = list(recall.Ours(config, overlaps=lambda: ExactOverlaps(exact_up_to))(docs))
     row = {d.id: i for i, d in enumerate(docs)}
     causes: Counter[str] = Counter()
     exact: dict[str, list[float]] = {c: [] for c in CAUSES}
@@ -90,15 +92,7 @@ def cross_links(docs: Sequence[recall_sets.Doc], config: DedupConfig, exact_up_t
             "scores": scores(docs, links), "scores_on_exact_overlaps": scores(docs, exact_links)}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_cross_links", description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", nargs="+", default=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA],
-                        choices=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA])
-    parser.add_argument("--seed", type=int, default=recall_sets.SEED)
-    parser.add_argument("--exact-up-to", type=int, metavar="SHINGLES",
-                        help="verify on exact overlaps only when both texts have at most this many shingles")
-    args = parser.parse_args(argv)
-    info = common.start("Links between different true groups on the natural sets (zhdedup scan defaults)")
+def run(args: argparse.Namespace) -> Result:
     config = DedupConfig()
     results: dict[str, Any] = {}
     rows = []
@@ -114,10 +108,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     printed = common.table(["corpus", "documents", "links", "across true groups",
                             *(f"{c} (median exact overlap)" for c in CAUSES),
                             "P / R / F1", f"P / R / F1 on exact overlaps{within}"], rows)
-    print("\n" + printed)
-    name = "cross_links" if args.exact_up_to is None else f"cross_links-exact{args.exact_up_to}"
-    common.write_results(name, info, vars(args), results, [printed])
-    return 0
+    return Result(results, [printed])
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    corpus_option(parser)
+    parser.add_argument("--seed", type=int, default=recall_sets.SEED)
+    parser.add_argument("--exact-up-to", type=int, metavar="SHINGLES",
+                        help="verify on exact overlaps only when both texts have at most this many shingles")
+
+
+def check() -> None:
+    """Three pairs of a real article with their causes known: spaced punctuation (the truth's 5-grams see
+    the marks, ours do not), an edit the rule accepts on the exact overlap, and two different articles;
+    and the exact overlaps the second run verifies on (``exact_overlaps.check``)."""
+    from corpora.corpus import load_base
+
+    exact_overlaps.check()
+    first, second = (a.text[:300] for a in load_base(limit=2))
+    rule = NearRule()
+    spaced = first.replace("，", " , ").replace("。", " . ")
+    expect(cause(spaced, first, rule)[0] == "punctuation", "spaced punctuation is not put under punctuation")
+    edited = "".join("某" if i % 28 == 10 else c for i, c in enumerate(first))  # ~4/28 of our shingles, ~5/28 of the truth's
+    why, jaccard = cause(edited, first, rule)
+    expect(why == "rule" and jaccard >= rule.similarity, f"an edit the rule accepts is put under {why} ({jaccard:.2f})")
+    expect(cause(first, second, rule)[0] == "estimate", "two different articles are not put under estimate")
 
 
 def _fmt(value: float | None) -> str:
@@ -128,5 +143,4 @@ def _prf(s: dict[str, float]) -> str:
     return f"{s['precision']:.3f} / {s['recall']:.3f} / {s['f1']:.3f}"
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+BENCHMARKS = (Benchmark("cross_links", __doc__, run, options, check=check),)

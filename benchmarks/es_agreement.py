@@ -1,20 +1,19 @@
 """Do the Elasticsearch backend and the embedded store reach the same verdicts on the recall sets?
 
-Both judge every document of ``bench_recall``'s sets (synthetic and natural, four corpora) one at a
+Both judge every document of the ``recall`` benchmark's sets (synthetic and natural, four corpora) one at a
 time in arrival order: the embedded store through :class:`~scrapy_zhdedup.Deduper`, Elasticsearch
 through :class:`~es_plugin.store.backend.ElasticsearchBackend` in annotate mode (every document stored with
 its verdict, as the embedded store remembers every document), each set in a fresh index.  A verdict
 differs when its status, ``dup_of`` or similarity does.  The tests check agreement on small streams;
 this is the same question on the sets where clusters are large and keys common.
 
-    python -m benchmarks.bench_es_agreement --url "$(bash scripts/es-node.sh url)" [--corpus clauses]
+    python -m benchmarks es_agreement --url "$(bash scripts/es-node.sh url)" [--corpus clauses]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -23,7 +22,8 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from benchmarks import common
-from corpora import recall_sets, sources
+from benchmarks.runner import Benchmark, Result, corpus_option, positive
+from corpora import recall_sets
 from corpora.recall_sets import build_sets
 from es_plugin.store.backend import ElasticsearchBackend
 from scrapy_zhdedup import DedupConfig, Deduper
@@ -83,15 +83,7 @@ def compare(url: str, client: Elasticsearch, corpus: str, set_name: str,
     return row
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_es_agreement",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--url", default=os.environ.get("ZHDEDUP_TEST_ES_URL", "http://127.0.0.1:9250"))
-    parser.add_argument("--corpus", nargs="+", default=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA],
-                        choices=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA])
-    parser.add_argument("--n-base", type=int, default=600, help="synthetic originals per corpus (as bench_recall)")
-    args = parser.parse_args(argv)
-    info = common.start("Verdicts of the Elasticsearch backend against the embedded store, bench_recall's sets")
+def run(args: argparse.Namespace) -> Result:
     client = Elasticsearch(args.url, request_timeout=120)
     rows = []
     for corpus in args.corpus:
@@ -100,13 +92,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = common.table(["corpus", "set", "documents", "verdicts that differ", "of which in status"],
                          [[r["corpus"], r["set"], f"{r['documents']:,}", r["differ"], r["status_differs"]]
                           for r in rows])
-    print(table)
     for r in rows:
         for example in r["examples"]:
             print(f"  {r['corpus']}/{r['set']} {example}", file=sys.stderr)
-    common.write_results("es_agreement", info, vars(args), rows, [table])
-    return 0
+    return Result(rows, [table])
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def options(parser: argparse.ArgumentParser) -> None:
+    corpus_option(parser)
+    parser.add_argument("--n-base", type=positive, default=600, help="synthetic originals per corpus (as recall)")
+
+
+BENCHMARKS = (Benchmark("es_agreement", __doc__, run, options, node="required"),)

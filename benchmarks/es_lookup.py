@@ -19,13 +19,13 @@ real reposts:
   latency of a whole ``judge`` through :class:`ElasticsearchBackend` (cleaning and features
   included), items/s with concurrent judgements, and bytes on disk per document after a force merge.
 
-Run on demand (not a test); writes ``benchmarks/results/lookup-es.json``::
+Run on demand (not a test)::
 
-    python -m benchmarks.bench_es_lookup --url "$(bash scripts/es-node.sh url)" [--docs 1000000] [--queries 1000]
+    python -m benchmarks es_lookup --url "$(bash scripts/es-node.sh url)" [--docs 1000000] [--queries 1000]
         [--natural-segments] [--passes 3]
 
-``--natural-segments`` keeps the segments loading made (``-live`` index and results file) instead of
-force-merging to one, which flatters the lookups of a live index.
+``--natural-segments`` keeps the segments loading made (a ``-live`` index) instead of force-merging to
+one, which flatters the lookups of a live index.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ import numpy as np
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
 from benchmarks import common
+from benchmarks.runner import Benchmark, Result
 from corpora.corpus import load_base
 from corpora.reposts import TRANSFORMS, sentences
 from es_plugin.index.template import install, sketch_terms, template_name, zhdedup_fields
@@ -209,7 +210,7 @@ async def raw_lookups(url: str, index: str, dedup: DedupConfig, queries: list[tu
                 stored = [Sketch.from_bytes(base64.b64decode(h["_source"]["zhdedup"]["sketch"])) for h in hits]
                 overlaps = estimate_many(features.sketch, np.stack([s.values for s in stored]),
                                          np.array([s.shingles for s in stored]))
-                accepted = [h["_source"]["zhdedup"]["doc_id"] for h, o in zip(hits, overlaps) if rule.score(o) is not None]
+                accepted = [h["_source"]["zhdedup"]["doc_id"] for h, o in zip(hits, overlaps) if rule.reason(o) is not None]
             via_sketch.append(sketch_hits)
             passed.append(len(accepted))
             found += source_id in accepted
@@ -272,32 +273,8 @@ def cpu_per_item(fingerprinter: Fingerprinter, items: list[tuple[str, str]]) -> 
     return 1000 * (time.perf_counter() - started) / len(items)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default=os.environ.get("ZHDEDUP_TEST_ES_URL", "http://127.0.0.1:9250"))
-    parser.add_argument("--docs", type=int, default=100_000, help="documents in each index (default %(default)s)")
-    parser.add_argument("--queries", type=int, default=1000, help="real articles loaded and queried by repost")
-    parser.add_argument("--threshold", type=int, default=3)
-    parser.add_argument("--blocks", default="k+2", help="layouts to compare, e.g. k+1,k+2 (default %(default)s)")
-    parser.add_argument("--simhash-bands", action="store_true",
-                        help="search the SimHash band keys too (ZHDEDUP_SIMHASH_BANDS; off by default)")
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--workers", type=int, default=1,
-                        help="processes preparing the items judged through the backend (ZHDEDUP_WORKERS; default 1)")
-    parser.add_argument("--passes", type=int, default=3,
-                        help="concurrent passes over the reposts; items/s is the median of all but the first")
-    parser.add_argument("--natural-segments", action="store_true",
-                        help="leave the index in the segments loading made instead of force-merging it to one "
-                             "(a live index: each near search seeks its keys in every segment)")
-    parser.add_argument("--keep", action="store_true", help="keep the indices afterwards")
-    parser.add_argument("--reuse", action="store_true",
-                        help="query indices kept by an earlier --keep run instead of loading them again (implies --keep)")
-    args = parser.parse_args(argv)
-
-    info = common.start(f"Elasticsearch lookup cost at {args.docs:,} documents")
+def run(args: argparse.Namespace) -> Result:
     client = Elasticsearch(args.url, request_timeout=600)
-    heap = client.nodes.stats(metric="jvm")["nodes"]
-    info["es_heap_max_bytes"] = [n["jvm"]["mem"]["heap_max_in_bytes"] for n in heap.values()]
     fingerprinter = Fingerprinter(DedupConfig(threshold=args.threshold))
     t0 = time.perf_counter()
     real = real_articles(args.queries, fingerprinter)
@@ -352,12 +329,29 @@ def main(argv: list[str] | None = None) -> int:
          r["lookup_p99"], r["judge_p50"], r["judge_p99"], r["items_s"],
          " / ".join(map(str, r["items_s_passes"])), f"{r['near']:.1%}", r["bytes_doc"],
          r["load_s"]) for r in rows])]
-    print(tables[0])
-    info["clean_features_ms_per_item"] = cpu_ms
-    name = ("lookup-es" if args.docs == 1_000_000 else f"lookup-es-{args.docs}") + live
-    common.write_results(name, info, vars(args), rows, tables)
-    return 0
+    for row in rows:
+        row["clean_features_ms_per_item"] = cpu_ms
+    return Result(rows, tables)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--docs", type=int, default=100_000, help="documents in each index (default %(default)s)")
+    parser.add_argument("--queries", type=int, default=1000, help="real articles loaded and queried by repost")
+    parser.add_argument("--threshold", type=int, default=3)
+    parser.add_argument("--blocks", default="k+2", help="layouts to compare, e.g. k+1,k+2 (default %(default)s)")
+    parser.add_argument("--simhash-bands", action="store_true",
+                        help="search the SimHash band keys too (ZHDEDUP_SIMHASH_BANDS; off by default)")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes preparing the items judged through the backend (ZHDEDUP_WORKERS; default 1)")
+    parser.add_argument("--passes", type=int, default=3,
+                        help="concurrent passes over the reposts; items/s is the median of all but the first")
+    parser.add_argument("--natural-segments", action="store_true",
+                        help="leave the index in the segments loading made instead of force-merging it to one "
+                             "(a live index: each near search seeks its keys in every segment)")
+    parser.add_argument("--keep", action="store_true", help="keep the indices afterwards")
+    parser.add_argument("--reuse", action="store_true",
+                        help="query indices kept by an earlier --keep run instead of loading them again (implies --keep)")
+
+
+BENCHMARKS = (Benchmark("es_lookup", __doc__, run, options, node="required"),)

@@ -1,17 +1,17 @@
 """What an index costs as it grows: bytes per document by field, the near lookup's node CPU and latency by
 shard count, and the node CPU of ``es ingest`` against plain ``helpers.bulk`` of the same documents.
 
-Three parts, each its own results file (``benchmarks/results/sizing-<part>.json``); node CPU is read from
-``_nodes/stats`` (``process.cpu.total_in_millis``), never wall time, after the node went quiet:
+Three benchmarks, each its own results file; node CPU is read from ``_nodes/stats``
+(``process.cpu.total_in_millis``), never wall time, after the node went quiet:
 
-* ``disk``: ``zhdedup es ingest`` (annotate mode) of ``--docs`` documents of the throughput corpus (real
+* ``es_disk``: ``zhdedup es ingest`` (annotate mode) of ``--docs`` documents of the throughput corpus (real
   news, sentence mosaics, 30 % reposts, half of them as HTML pages) into a fresh index, force-merged to
   one segment, then ``_disk_usage?run_expensive_tasks=true``: bytes per document of each field and how
   (inverted index, stored fields, doc values, norms, points);
-* ``cpu``: the node's CPU per judged document of ``es ingest`` and of ``elasticsearch.helpers.bulk`` of
+* ``es_ingest_cpu``: the node's CPU per judged document of ``es ingest`` and of ``elasticsearch.helpers.bulk`` of
   exactly the documents that ingest stored (read back from its index) into an index with the same
   template, taking turns ``--repeat`` times;
-* ``shards``: ``bench_es_lookup``'s index of ``--docs`` documents (real articles and sentence mixtures,
+* ``es_shards``: ``es_lookup``'s index of ``--docs`` documents (real articles and sentence mixtures,
   the keys collide as real ones do) loaded once on one shard and force-merged, then split (``_split``:
   hard links, no reload) into 3 and 6 shards, each force-merged to one segment per shard; the reposts of
   the real articles looked up as ``EsLookups`` does (realtime ``mget`` of the hash and the near search,
@@ -19,9 +19,9 @@ Three parts, each its own results file (``benchmarks/results/sizing-<part>.json`
   three indices taking turns ``--repeat`` times.  Loading 1M documents takes ~3 min here; splitting
   instead of loading three times saves ~6.
 
-    python -m benchmarks.bench_es_sizing disk --url URL [--docs 20000]
-    python -m benchmarks.bench_es_sizing cpu --url URL [--docs 3000] [--repeat 3] [--workers 2]
-    python -m benchmarks.bench_es_sizing shards --url URL [--docs 1000000] [--shards 1,3,6] [--repeat 3] [--keep]
+    python -m benchmarks es_disk --url URL [--docs 20000]
+    python -m benchmarks es_ingest_cpu --url URL [--docs 3000] [--repeat 3] [--workers 2]
+    python -m benchmarks es_shards --url URL [--docs 1000000] [--shards 1,3,6] [--repeat 3] [--keep]
 """
 
 from __future__ import annotations
@@ -29,19 +29,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from elasticsearch import AsyncElasticsearch, Elasticsearch, helpers
 
 from benchmarks import common
-from benchmarks.bench_es_lookup import load, percentile, real_articles, reposts, sentence_pool
-from benchmarks.bench_throughput import corpus_file, fresh_index, run_cli
+from benchmarks.common import fresh_index, run_cli
+from benchmarks.es_lookup import load, percentile, real_articles, reposts, sentence_pool
+from benchmarks.runner import Benchmark, Result, positive
+from corpora.corpus import scan_file
 from es_plugin.index.template import install
 from es_plugin.operations import adrive
 from es_plugin.store.lookups import EsLookups, query_features
@@ -57,6 +58,7 @@ from scrapy_zhdedup.text.clean import content_hash
 
 PREFIX = "zhdedup-bench-sizing"
 DEFAULT_SEED = 20261123
+HTML_RATE = 0.5  # the throughput corpus
 BULK = 1000  # ZHDEDUP_ES_BULK_SIZE's default; helpers.bulk gets the same chunks
 _KINDS = ("inverted_index", "stored_fields", "doc_values", "norms", "points", "term_vectors", "knn_vectors")
 
@@ -83,7 +85,7 @@ def node_cpu_of(client: Elasticsearch, run: Any) -> tuple[float, Any]:
 def disk(args: argparse.Namespace, client: Elasticsearch) -> tuple[dict[str, Any], list[str]]:
     index = f"{PREFIX}-disk"
     fresh_index(client, index)
-    path = corpus_file(args.docs, DEFAULT_SEED)
+    path = scan_file(args.docs, DEFAULT_SEED, HTML_RATE)
     judged = ingest(args.url, index, path, args.workers)
     client.indices.refresh(index=index)
     client.options(request_timeout=3600).indices.forcemerge(index=index, max_num_segments=1)
@@ -141,7 +143,7 @@ def cpu(args: argparse.Namespace, client: Elasticsearch) -> tuple[dict[str, Any]
     the same template, plainly (bulks of 1000, one refresh at the end); and the same refreshed after every
     bulk of 500, as ingest writes (``refresh=true``, a batch of 1000 in two requests): what ingest's writes
     alone cost, so the rest is its lookups."""
-    path = corpus_file(args.docs, DEFAULT_SEED)
+    path = scan_file(args.docs, DEFAULT_SEED, HTML_RATE)
     ingested, bulked = f"{PREFIX}-ingest", f"{PREFIX}-bulk"
     layout = BandLayout.from_config(DedupConfig())
     stored: list[dict[str, Any]] = []
@@ -267,33 +269,40 @@ async def measure(url: str, index: str, dedup: DedupConfig, queries: Sequence[tu
             "batch_wall_ms": 1000 * wall / len(queries)}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_es_sizing", description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=("disk", "cpu", "shards"))
-    parser.add_argument("--url", default=os.environ.get("ZHDEDUP_TEST_ES_URL", "http://127.0.0.1:9200"))
-    parser.add_argument("--docs", type=int, help="documents (default: disk 20000, cpu 3000, shards 1000000)")
-    parser.add_argument("--workers", type=int, default=2, help="es ingest --workers (default %(default)s)")
-    parser.add_argument("--repeat", type=int, default=3, help="rounds, taking turns (default %(default)s)")
+def on_node(part: Callable[[argparse.Namespace, Elasticsearch], tuple[dict[str, Any], list[str]]]) \
+        -> Callable[[argparse.Namespace], Result]:
+    def run(args: argparse.Namespace) -> Result:
+        return Result(*part(args, Elasticsearch(args.url, request_timeout=600)))
+    return run
+
+
+def disk_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--docs", type=positive, default=20_000, help="documents (default %(default)s)")
+    parser.add_argument("--workers", type=positive, default=2, help="es ingest --workers (default %(default)s)")
+    parser.add_argument("--keep", action="store_true", help="keep the index afterwards")
+
+
+def cpu_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--docs", type=positive, default=3000, help="documents (default %(default)s)")
+    parser.add_argument("--workers", type=positive, default=2, help="es ingest --workers (default %(default)s)")
+    parser.add_argument("--repeat", type=positive, default=3, help="rounds, taking turns (default %(default)s)")
+
+
+def shards_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--docs", type=positive, default=1_000_000, help="documents (default %(default)s)")
     parser.add_argument("--shards", default="1,3,6", help="shard counts compared (default %(default)s)")
-    parser.add_argument("--queries", type=int, default=1000, help="reposts looked up (default %(default)s)")
-    parser.add_argument("--batch", type=int, default=16, help="documents per lookup batch (default %(default)s)")
+    parser.add_argument("--queries", type=positive, default=1000, help="reposts looked up (default %(default)s)")
+    parser.add_argument("--batch", type=positive, default=16, help="documents per lookup batch (default %(default)s)")
+    parser.add_argument("--repeat", type=positive, default=3, help="rounds, taking turns (default %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the indices afterwards")
-    parser.add_argument("--reuse", action="store_true", help="shards: use the indices a --keep run left")
-    args = parser.parse_args(argv)
-    default = {"disk": 20_000, "cpu": 3000, "shards": 1_000_000}[args.part]
-    args.docs = args.docs or default
-    info = common.start(f"Elasticsearch sizing: {args.part}, {args.docs:,} documents")
-    client = Elasticsearch(args.url, request_timeout=600)
-    info["es_heap_max_bytes"] = [n["jvm"]["mem"]["heap_max_in_bytes"]
-                                 for n in client.nodes.stats(metric="jvm")["nodes"].values()]
-    info["es_version"] = [n["version"] for n in client.nodes.info(metric="process")["nodes"].values()]
-    results, tables = {"disk": disk, "cpu": cpu, "shards": shards}[args.part](args, client)
-    for table in tables:
-        print(table)
-    common.write_results(f"sizing-{args.part}" + ("" if args.docs == default else f"-{args.docs}"), info, vars(args),
-                         results, tables)
-    return 0
+    parser.add_argument("--reuse", action="store_true", help="use the indices a --keep run left")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+BENCHMARKS = (
+    Benchmark("es_disk", "Index size: bytes per document by field (_disk_usage) after es ingest of the throughput "
+              "corpus.\n\n" + __doc__, on_node(disk), disk_options, node="required"),
+    Benchmark("es_ingest_cpu", "Node CPU per document of es ingest against helpers.bulk of the same documents.\n\n"
+              + __doc__, on_node(cpu), cpu_options, node="required"),
+    Benchmark("es_shards", "The near lookup's node CPU and latency on 1, 3 and 6 shards (one load, then _split)."
+              "\n\n" + __doc__, on_node(shards), shards_options, node="required"),
+)

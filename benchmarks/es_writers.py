@@ -12,7 +12,7 @@ first): ``missed`` = repeats stored as unique (unique documents per group beyond
 extra clusters per group; ``false merges`` = clusters that mix groups.  One writer is the baseline:
 what the engine itself misses.
 
-    python -m benchmarks.bench_es_writers --url http://127.0.0.1:9250 [--n-base 600] [--writers 1,2,4]
+    python -m benchmarks es_writers --url "$(bash scripts/es-node.sh url)" [--n-base 600] [--writers 1,2,4]
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
-import os
 import queue
 import sys
 import tempfile
@@ -31,6 +30,8 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
+from benchmarks import common
+from benchmarks.runner import Benchmark, Result, positive
 from corpora.corpus import Record, build_accuracy_set
 from es_plugin.commands.ingest import ingest
 from es_plugin.commands.reconcile import reconcile
@@ -110,16 +111,7 @@ def scan(client: Elasticsearch, index: str) -> list[dict[str, Any]]:
         after = hits[-1]["sort"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default=os.environ.get("ZHDEDUP_TEST_ES_URL", "http://127.0.0.1:9250"))
-    parser.add_argument("--n-base", type=int, default=600, help="original articles (default %(default)s)")
-    parser.add_argument("--writers", default="1,2,4")
-    parser.add_argument("--bulk-size", type=int, default=EsConfig.es_bulk_size)
-    parser.add_argument("--flush-interval", type=float, default=EsConfig.es_flush_interval)
-    parser.add_argument("--keep", action="store_true")
-    args = parser.parse_args(argv)
-
+def run(args: argparse.Namespace) -> Result:
     records = build_accuracy_set(n_base=args.n_base)
     client = Elasticsearch(args.url, request_timeout=600)
     ctx = mp.get_context("spawn")
@@ -140,23 +132,29 @@ def main(argv: list[str] | None = None) -> int:
         result = reconcile(client, index, DEDUP)
         reconcile_s = time.perf_counter() - started
         after = scores(client, index, records)
-        rows.append((n, seconds, before, after, result, reconcile_s))
+        rows.append({"writers": n, "seconds": seconds, "items_s": len(records) / seconds, "before": before,
+                     "after": after, "reconcile": result, "reconcile_s": reconcile_s})
         print(f"# writers={n}: before {before} after {after} reconcile {result}", file=sys.stderr)
         if not args.keep:
             client.indices.delete(index=index)
             client.options(ignore_status=404).indices.delete_index_template(name=template_name(index))
-
-    print(f"{len(records)} documents, {rows[0][2]['repeats']} repeats; bulk size {args.bulk_size}, "
-          f"flush interval {args.flush_interval} s")
-    print("| writers | items/s (all writers) | missed before | missed after reconcile | split before | split after "
-          "| false merges before | after | pairs marked | reconcile s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for n, seconds, before, after, result, reconcile_s in rows:
-        print(f"| {n} | {len(records) / seconds:.0f} | {before['missed']} | {after['missed']} | {before['split']} | "
-              f"{after['split']} | {before['false_merges']} | {after['false_merges']} | {result['marked']} | "
-              f"{reconcile_s:.1f} |")
-    return 0
+    table = common.table(
+        ["writers", "items/s (all writers)", "missed before", "missed after reconcile", "split before", "split after",
+         "false merges before", "after", "pairs marked", "reconcile s"],
+        [[r["writers"], round(r["items_s"]), r["before"]["missed"], r["after"]["missed"], r["before"]["split"],
+          r["after"]["split"], r["before"]["false_merges"], r["after"]["false_merges"], r["reconcile"]["marked"],
+          f"{r['reconcile_s']:.1f}"] for r in rows])
+    head = (f"{len(records)} documents, {rows[0]['before']['repeats']} repeats; bulk size {args.bulk_size}, "
+            f"flush interval {args.flush_interval} s")
+    return Result(rows, [f"{head}\n{table}"])
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--n-base", type=positive, default=600, help="original articles (default %(default)s)")
+    parser.add_argument("--writers", default="1,2,4")
+    parser.add_argument("--bulk-size", type=positive, default=EsConfig.es_bulk_size)
+    parser.add_argument("--flush-interval", type=float, default=EsConfig.es_flush_interval)
+    parser.add_argument("--keep", action="store_true")
+
+
+BENCHMARKS = (Benchmark("es_writers", __doc__, run, options, node="required"),)

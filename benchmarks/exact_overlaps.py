@@ -4,7 +4,9 @@ The 64-bin sketch estimates each candidate's shingle Jaccard and containment; it
 verdicts near the rule's line both ways.  :class:`ExactOverlaps` measures how much by giving the rule
 other values for the same candidates: the exact ones (what a perfect sketch would decide), or those a
 sketch of another size would estimate (:class:`SimulatedSketch`), in a benchmark process only (it
-keeps every text's shingles).
+keeps every text's shingles).  Both stand in for parts of the engine: :func:`check` compares them with
+the engine before a benchmark takes a figure with them (the ``recall``, ``cross_links`` and
+``sketch_size`` benchmarks run it first).
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from unittest import mock
 
 import numpy as np
 
+from benchmarks.common import expect
+from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.index.nearindex import Hit, NearIndex
-from scrapy_zhdedup.model import SKETCH_SIZE, Features, Sketch
+from scrapy_zhdedup.model import SKETCH_SIZE, Features, Sketch, rounded
 from scrapy_zhdedup.similarity import fingerprinter
 from scrapy_zhdedup.similarity.simhash import hamming
-from scrapy_zhdedup.similarity.sketch import EMPTY, Overlap, estimate_many, shingle_hashes
+from scrapy_zhdedup.similarity.sketch import EMPTY, Overlap, estimate_many, shingle_hashes, sketch
 
 Shingles = frozenset[int]
 OverlapOf = Callable[[Shingles, Shingles], Overlap]
@@ -99,3 +103,29 @@ class ExactOverlaps:
 
         with mock.patch.object(fingerprinter, "sketch", recording), mock.patch.object(NearIndex, "verify", verify):
             yield
+
+
+def check() -> None:
+    """On a real article and an edited copy: a simulated 128 x 16 sketch is the engine's own, values and
+    estimate, and another size is not; under :meth:`ExactOverlaps.patched` the engine's verdict carries
+    the exact overlap of the two texts' shingles."""
+    from corpora.corpus import load_base
+
+    text = load_base(limit=1)[0].text[:300]
+    copy = text[40:] + "(某某网)"
+    later, earlier = (frozenset(shingle_hashes(t).tolist()) for t in (copy, text))
+    simulated, engine = SimulatedSketch(128, 16), sketch(text)
+    expect(bool((simulated.values(earlier) == engine.values).all()), "a simulated 128 x 16 sketch is not the engine's")
+    expect(simulated(later, earlier) == estimate_many(sketch(copy), engine.values[None, :], np.array([engine.shingles]))[0],
+           "a simulated 128 x 16 sketch does not estimate as the engine does")
+    expect(SimulatedSketch(256, 8)(later, earlier) != simulated(later, earlier), "a 256 x 8 sketch estimates as 128 x 16")
+    edited = "".join("某" if i % 40 == 7 else c for i, c in enumerate(text)) + "(某某网)"
+    deduper = Deduper()
+    clean = deduper.fingerprinter.clean
+    truth = exact(*(frozenset(shingle_hashes(clean(text=t)).tolist()) for t in (edited, text)))
+    with ExactOverlaps().patched():
+        deduper.check("a", text=text)
+        verdict = deduper.check("b", text=edited)
+    expect(verdict.dup_of == "a" and (verdict.similarity, verdict.contained) == (rounded(truth.jaccard),
+                                                                                   rounded(truth.contained)),
+           f"ExactOverlaps: {verdict} does not carry the exact overlap {truth}")

@@ -5,7 +5,7 @@ sidebar, related links, footer, scripts.  We score the extracted text against th
 itself with character-bigram precision/recall (boilerplate kept lowers precision, article text
 lost lowers recall) and time both extractors on the same pages in the same run.
 
-    python -m benchmarks.bench_extract [--site DIR] [--repeat 5]
+    python -m benchmarks extract [--site DIR] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from benchmarks import common
+from benchmarks.runner import Benchmark, Result, positive
 from corpora.corpus import load_base
 from examples.site.generate import generate
 from scrapy_zhdedup.text.clean import TextCleaner, decode_html
@@ -31,18 +33,14 @@ def score(extracted: str, truth: str) -> tuple[float, float]:
     return overlap / max(1, sum(got.values())), overlap / max(1, sum(want.values()))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--site", type=Path, default=Path("/tmp/zhdedup-bench-site"))
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args(argv)
+def run(args: argparse.Namespace) -> Result:
     manifest = generate(args.site)
     articles = {a.id: a for a in load_base()}
     pages = [(path, info) for path, info in manifest["pages"].items()
              if info["transform"] in ("original", "copy")]
     cleaners = {name: TextCleaner(extractor=name, traditional_to_simplified=True) for name in ("lxml", "trafilatura")}
     print(f"{len(pages)} article pages from {args.site}")
-    print(f"{'extractor':<12} {'precision':>9} {'recall':>7} {'F1':>6} {'pages/s':>8}")
+    results, rows = {}, []
     for name, cleaner in cleaners.items():
         htmls = [decode_html((args.site / path).read_bytes()) for path, _ in pages]
         precision = recall = 0.0
@@ -55,9 +53,16 @@ def main(argv: list[str] | None = None) -> int:
                 cleaner.extract(html_text)
         rate = args.repeat * len(htmls) / (time.perf_counter() - started)
         p, r = precision / len(pages), recall / len(pages)
-        print(f"{name:<12} {p:>9.3f} {r:>7.3f} {2 * p * r / (p + r):>6.3f} {rate:>8.0f}")
-    return 0
+        results[name] = {"precision": p, "recall": r, "f1": 2 * p * r / (p + r), "pages_per_s": rate}
+        rows.append([name, f"{p:.3f}", f"{r:.3f}", f"{2 * p * r / (p + r):.3f}", rate])
+    return Result({"pages": len(pages), "extractors": results},
+                   [common.table(["extractor", "precision", "recall", "F1", "pages/s"], rows)])
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--site", type=Path, default=Path("/tmp/zhdedup-bench-site"),
+                        help="where the example site is generated (default %(default)s)")
+    parser.add_argument("--repeat", type=positive, default=5, help="timed passes over the pages")
+
+
+BENCHMARKS = (Benchmark("extract", __doc__, run, options),)

@@ -1,6 +1,6 @@
 """Fingerprint speed: our SimHasher vs ``simhash.Simhash`` vs datasketch MinHash, same features.
 
-    python -m benchmarks.bench_fingerprint [--docs 3000] [--repeat 3]
+    python -m benchmarks fingerprint [--docs 3000] [--repeat 3]
 
 The documents are real news articles (``corpora.corpus.load_base``), cleaned the way the
 engine cleans them.  Features are computed once, outside the timed part:
@@ -19,11 +19,11 @@ scale: it, not the fingerprint, is what a whole pipeline spends its time on.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchmarks import common
+from benchmarks.runner import Benchmark, Result, positive
 from corpora.corpus import load_base
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
@@ -70,13 +70,14 @@ def check_equal(name: str, ours_fps: list[int], ref_fps: list[int]) -> None:
         raise AssertionError(f"{name}: {len(bad)} fingerprints differ from simhash.Simhash, first at doc {bad[0]}")
 
 
-def run(n_docs: int, repeat: int) -> tuple[dict[str, Any], list[str]]:
+def run(args: argparse.Namespace) -> Result:
+    n_docs, repeat = args.docs, args.repeat
     texts = load_texts(n_docs)
     chars_in = sum(len(t) for t in texts)
     print(f"{len(texts)} cleaned articles, {chars_in / len(texts):.0f} characters on average\n", flush=True)
 
-    words = Featurizer("words")
-    chars = Featurizer("chars", shingle_size=3)
+    words = Featurizer("words").words
+    chars = Featurizer("chars", shingle_size=3).chars
     features = {"words": [words(t) for t in texts], "chars (3-grams)": [chars(t) for t in texts]}
     shingle_sets = [[g.encode("utf-8") for g in f] for f in features["chars (3-grams)"]]
 
@@ -123,25 +124,13 @@ def run(n_docs: int, repeat: int) -> tuple[dict[str, Any], list[str]]:
         ["feature extraction (not in the table above)", "docs/s", "µs/doc"],
         [[name, common.rate(len(texts), min(ts)), 1e6 * min(ts) / len(texts)] for name, ts in times.items()],
     )
-    return results, [fp_table, feat_table]
+    return Result(results, [fp_table, feat_table],
+                   ["Every fingerprint of ours was checked bit-equal to simhash.Simhash(features).value."])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_fingerprint", description=__doc__.split("\n")[0])
-    parser.add_argument("--docs", type=int, default=3000, help="real articles to fingerprint (default %(default)s)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per contender; the best counts")
-    args = parser.parse_args(argv)
-    if args.docs < 1 or args.repeat < 1:
-        parser.error("--docs and --repeat must be positive")
-    info = common.start("Fingerprint speed: ours vs simhash vs datasketch MinHash")
-    results, tables = run(args.docs, args.repeat)
-    for t in tables:
-        print(t + "\n")
-    print("Every fingerprint of ours was checked bit-equal to simhash.Simhash(features).value.")
-    common.write_results("fingerprint" if args.docs == 3000 else f"fingerprint-{args.docs}", info, vars(args),
-                         results, tables)
-    return 0
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--docs", type=positive, default=3000, help="real articles to fingerprint (default %(default)s)")
+    parser.add_argument("--repeat", type=positive, default=3, help="runs per contender; the best counts")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+BENCHMARKS = (Benchmark("fingerprint", __doc__, run, options),)

@@ -1,8 +1,8 @@
 """Lookup cost as the store grows: our band index vs ``simhash.SimhashIndex`` vs datasketch LSH.
 
-    python -m benchmarks.bench_lookup [--sizes 10000,100000,1000000] [--queries 2000]
+    python -m benchmarks lookup [--sizes 10000,100000,1000000] [--queries 2000]
 
-For each index and store size N, a fresh worker process builds the index by inserting N
+For each index and store size N, a fresh process (``common.in_child``) builds the index by inserting N
 documents one by one, then times ``--queries`` lookups, each followed by an insert (what a
 crawl does per page): half are near repeats of stored documents (1-3 bits flipped; for MinHash
 ~20 % of the values replaced), half are new.  Reported: µs per lookup+insert, candidates per
@@ -16,7 +16,7 @@ uses fingerprints and MinHashes of real documents from the scan file instead.
 The slow baselines are capped (``--max-simhash``, ``--max-minhash``); sizes above the cap are
 extrapolated linearly from the largest measured size and marked so.  The Bloom filter of
 content hashes (``ExactFilter``) is measured the same way.  Ours on Elasticsearch:
-``benchmarks/bench_es_lookup.py``.
+``python -m benchmarks es_lookup``.
 """
 
 from __future__ import annotations
@@ -25,19 +25,15 @@ import argparse
 import gc
 import hashlib
 import json
-import os
-import subprocess
-import sys
 import time
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks import common
+from benchmarks.runner import Benchmark, Result, positive
+from corpora.corpus import scan_file
 
-ROOT = Path(__file__).resolve().parent.parent
 SEED = 20261121
 NUM_PERM = 128
 INDEXES = {
@@ -71,15 +67,16 @@ def real_data(n: int) -> tuple[np.ndarray, np.ndarray]:
     if not (fp_path.exists() and mh_path.exists()):
         from datasketch import MinHash
 
-        from benchmarks.bench_pipeline import read_docs, scan_file
         from scrapy_zhdedup.config import DedupConfig
         from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 
         print(f"fingerprinting {n:,} real documents for the 'real' rows (cached) ...", flush=True)
         fingerprinter = Fingerprinter(DedupConfig())
         fps, mhs = [], []
-        for doc in read_docs(scan_file(n, SEED)):
-            clean = fingerprinter.clean(text=doc.text)
+        with scan_file(n, SEED).open(encoding="utf-8") as lines:
+            texts = [json.loads(line)["text"] for line in lines]
+        for text in texts:
+            clean = fingerprinter.clean(text=text)
             fps.append(fingerprinter.fingerprint(clean))
             m = MinHash(num_perm=NUM_PERM)
             m.update_batch([g.encode("utf-8") for g in {clean[i : i + 3] for i in range(max(1, len(clean) - 2))}])
@@ -254,39 +251,32 @@ def worker_bloom(n: int, initial_capacity: int, n_queries: int) -> dict[str, Any
             "false_positive_rate": false_positives / len(queries)}
 
 
-def worker(args: argparse.Namespace) -> dict[str, Any]:
-    kind, n = args.worker, args.size
+def worker(kind: str, n: int, queries: int, blocks: int, data: str, bloom_capacity: int) -> dict[str, Any]:
+    """One index at one size; run in a fresh process, so the RSS it grows by is its own."""
     if kind == "bloom":
-        return worker_bloom(n, args.bloom_capacity, args.queries)
-    if args.data == "real":
+        return worker_bloom(n, bloom_capacity, queries)
+    if data == "real":
         fps, mhs = real_data(n)
     else:
         fps = synthetic_fps(n, SEED) if kind != "minhash" else None
         mhs = synthetic_minhashes(n, SEED) if kind == "minhash" else None
     if kind == "ours":
-        return worker_ours(fps, args.blocks, args.queries, SEED)
+        return worker_ours(fps, blocks, queries, SEED)
     if kind == "simhash":
-        return worker_simhash(fps, args.queries, SEED)
-    return worker_minhash(mhs, args.queries, SEED)
+        return worker_simhash(fps, queries, SEED)
+    return worker_minhash(mhs, queries, SEED)
 
 
 def spawn(kind: str, n: int, queries: int, *, blocks: int = 0, data: str = "synthetic",
           bloom_capacity: int = 0) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "benchmarks.bench_lookup", "--worker", kind, "--size", str(n),
-           "--queries", str(queries), "--blocks", str(blocks), "--data", data,
-           "--bloom-capacity", str(bloom_capacity)]
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": path})
-    if proc.returncode != 0:
-        raise RuntimeError(f"worker {kind} N={n} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = common.in_child(worker, kind, n, queries, blocks, data, bloom_capacity)
+    return result
 
 
 # --- the benchmark ------------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+def run(args: argparse.Namespace) -> Result:
     results: dict[str, Any] = {"indexes": {}, "bloom": {}}
     rows = []
     plan: list[tuple[str, int, str]] = [(name, n, "synthetic") for n in args.sizes for name in INDEXES]
@@ -330,7 +320,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     bloom_table = common.table(
         ["exact filter", "stored hashes", "µs per check+add", "bytes/doc (bit arrays)", "bit arrays",
          "bytes/doc (RSS)", "false positives"], brows)
-    return results, [index_table, bloom_table]
+    return Result(results, [index_table, bloom_table])
 
 
 def _sizes(text: str) -> list[int]:
@@ -340,36 +330,19 @@ def _sizes(text: str) -> list[int]:
     return sorted(sizes)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_lookup", description=__doc__.split("\n")[0])
+def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", type=_sizes, default=DEFAULT_SIZES,
                         help="store sizes, comma separated (default %(default)s)")
-    parser.add_argument("--queries", type=int, default=2000, help="timed lookup+insert operations per size")
+    parser.add_argument("--queries", type=_queries, default=2000, help="timed lookup+insert operations per size")
     parser.add_argument("--real-docs", type=int, default=10_000, help="size of the real-data rows (0: none)")
     parser.add_argument("--max-simhash", type=int, default=1_000_000, help="largest size run for SimhashIndex")
     parser.add_argument("--max-minhash", type=int, default=100_000, help="largest size run for MinHashLSH")
-    # internal: one measurement in a clean process
-    parser.add_argument("--worker", choices=("ours", "simhash", "minhash", "bloom"), help=argparse.SUPPRESS)
-    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--blocks", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--data", choices=("synthetic", "real"), default="synthetic", help=argparse.SUPPRESS)
-    parser.add_argument("--bloom-capacity", type=int, default=0, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.queries < 2:
-        parser.error("--queries must be at least 2")
-    if args.worker:
-        print(json.dumps(worker(args)))
-        return 0
-    info = common.start("Lookup cost as the store grows")
-    results, tables = run(args)
-    print()
-    for t in tables:
-        print(t + "\n")
-    options = {k: v for k, v in vars(args).items() if k in ("sizes", "queries", "real_docs", "max_simhash", "max_minhash")}
-    name = "lookup" if args.sizes == DEFAULT_SIZES else f"lookup-{max(args.sizes)}"
-    common.write_results(name, info, options, results, tables)
-    return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _queries(text: str) -> int:
+    if positive(text) < 2:
+        raise argparse.ArgumentTypeError("must be at least 2")
+    return int(text)
+
+
+BENCHMARKS = (Benchmark("lookup", __doc__, run, options),)

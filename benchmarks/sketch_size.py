@@ -1,6 +1,6 @@
-"""Which sketch size would let the rule's line move: ``bench_recall``'s sets judged with simulated sketches.
+"""Which sketch size would let the rule's line move: the ``recall`` sets judged with simulated sketches.
 
-    python -m benchmarks.bench_sketch_size [--corpus inews reviews] [--sketch 64x16 128x8 256x8 exact]
+    python -m benchmarks sketch_size [--corpus inews reviews] [--sketch 64x16 128x8 256x8 exact]
         [--line 0.65/0.85 0.68/0.90]
 
 The engine verifies each candidate on a 64-bin sketch (132 B a document); its estimates move verdicts
@@ -8,22 +8,20 @@ near the line both ways, which keeps the line low. Here every candidate is verif
 one-permutation MinHash of BINSxBITS would estimate (:class:`~benchmarks.exact_overlaps.SimulatedSketch`,
 the engine's construction and estimator; ``64x16`` is the engine's own and gives its verdicts), or on
 the exact overlap (``exact``), at each Jaccard / containment line. The candidates are the engine's.
-Prints pairwise P/R/F1 per set, the two kinds with the lowest recall and look-alikes merged; writes
-``benchmarks/results/sketch_size.json`` (``sketch_size-<corpora>-<sketches>.json`` for other corpora,
-``sketch_size-<sketches>.json`` for other sketches). Choose on the tuning corpora (``inews``,
-``reviews``), the default.
+Prints pairwise P/R/F1 per set, the two kinds with the lowest recall and look-alikes merged. Choose on
+the tuning corpora (``inews``, ``reviews``), the default.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchmarks import bench_recall, common
+from benchmarks import common, exact_overlaps, recall
 from benchmarks.exact_overlaps import ExactOverlaps, OverlapOf, SimulatedSketch, exact
+from benchmarks.runner import Benchmark, Result, corpus_option
 from corpora import recall_sets, sources
 from scrapy_zhdedup import DedupConfig
 
@@ -44,24 +42,15 @@ def line(spec: str) -> DedupConfig:
 
 def judged(docs: Sequence[recall_sets.Doc], pairs: Sequence[Any], config: DedupConfig,
            overlap: Callable[[], OverlapOf]) -> dict[str, Any]:
-    score = bench_recall.score(docs, bench_recall.Ours(config, overlaps=lambda: ExactOverlaps(overlap=overlap())), pairs)
+    score = recall.score(docs, recall.Ours(config, overlaps=lambda: ExactOverlaps(overlap=overlap())), pairs)
     kinds = sorted((score.recall_of(kind), kind) for kind in score.due if score.due[kind])
     return {"precision": score.precision, "recall": score.recall, "f1": score.f1,
             "lowest_kinds": {kind: recall for recall, kind in kinds[:2]}, "lookalikes_merged": score.lookalikes_merged}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_sketch_size", description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", nargs="+", default=list(sources.TUNING),
-                        choices=[*sources.LONG_CORPORA, *sources.SHORT_CORPORA])
-    parser.add_argument("--sketch", nargs="+", default=["64x16", "128x8", "256x8", "exact"],
-                        help="BINSxBITS of a simulated sketch, or exact")
-    parser.add_argument("--line", nargs="+", default=["0.65/0.85", "0.68/0.90"], help="JACCARD/CONTAINMENT")
-    parser.add_argument("--seed", type=int, default=recall_sets.SEED)
-    args = parser.parse_args(argv)
+def run(args: argparse.Namespace) -> Result:
     sketches = {spec: overlap_of(spec) for spec in args.sketch}
     lines = {spec: line(spec) for spec in args.line}
-    info = common.start("Verification on simulated sketch sizes (bench_recall's sets, the engine's candidates)")
     results: dict[str, Any] = {}
     rows = []
     for corpus in args.corpus:
@@ -76,15 +65,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                          for s in r.values()]
                 rows.append([corpus, sketch, line_spec, *cells])
                 print(f"  {corpus} {sketch} {line_spec}: {' | '.join(cells)}", flush=True)
-    printed = common.table(["corpus", "sketch", "line", "synthetic P / R / F1; lowest kinds",
-                            "natural P / R / F1; lowest kinds"], rows)
-    print("\n" + printed)
-    # Another choice of corpora or sketches (a held-out corpus above all) gets its own file.
-    chosen = [*args.corpus, *args.sketch] if args.corpus != parser.get_default("corpus") else [
-        *(args.sketch if args.sketch != parser.get_default("sketch") else [])]
-    common.write_results("-".join(["sketch_size", *chosen]), info, vars(args), results, [printed])
-    return 0
+    return Result(results, [common.table(["corpus", "sketch", "line", "synthetic P / R / F1; lowest kinds",
+                                           "natural P / R / F1; lowest kinds"], rows)])
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def options(parser: argparse.ArgumentParser) -> None:
+    corpus_option(parser, sources.TUNING)
+    parser.add_argument("--sketch", nargs="+", type=_sketch, default=["64x16", "128x8", "256x8", "exact"],
+                        help="BINSxBITS of a simulated sketch, or exact")
+    parser.add_argument("--line", nargs="+", type=_line, default=["0.65/0.85", "0.68/0.90"], help="JACCARD/CONTAINMENT")
+    parser.add_argument("--seed", type=int, default=recall_sets.SEED)
+
+
+def _sketch(spec: str) -> str:
+    try:
+        overlap_of(spec)  # reject a bad size before any set is built
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return spec
+
+
+def _line(spec: str) -> str:
+    try:
+        line(spec)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{spec}: {e}") from None
+    return spec
+
+
+BENCHMARKS = (Benchmark("sketch_size", __doc__, run, options, check=exact_overlaps.check),)

@@ -1,6 +1,6 @@
 """Where the embedded store's memory peaks while a scan fills it: each merge, each snapshot, the reload.
 
-    python -m benchmarks.bench_store_peaks [--docs 1000000]
+    python -m benchmarks store_peaks [--docs 1000000]
 
 Adds ``--docs`` documents with seeded random features (a SimHash and a MinHash sketch per document,
 so 10 band keys and 16 sketch keys each as for real text, but no text to segment: 1M documents take
@@ -8,8 +8,8 @@ minutes) to an :class:`~scrapy_zhdedup.store.embedded.EmbeddedStore` in a tempor
 snapshots itself as under ``zhdedup scan``; then closes it and opens it again.  Around every
 ``KeyTable.compact`` (per table), ``NearIndex.arrays``, ``EmbeddedStore.save`` and the reopening, the
 kernel's peak-RSS counter is reset (``/proc/self/clear_refs``, Linux only), so each call's own peak is
-exact, nested calls included.  ``bench_memory`` gives the real scan's figure; this one says which step
-makes it.  Writes ``benchmarks/results/store_peaks.json`` (``store_peaks-<docs>.json`` at another size).
+exact, nested calls included.  The ``memory`` benchmark gives the real scan's figure; this one says which
+step makes it.  Needs Linux (``/proc/self/clear_refs`` resets the peak-RSS counter).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from __future__ import annotations
 import argparse
 import functools
 import shutil
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import common
+from benchmarks.runner import Benchmark, Result, positive
 from benchmarks.store_bytes import store_bytes
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
@@ -132,7 +132,8 @@ def fill(directory: Path, n_docs: int, peaks: Peaks) -> dict[str, Any]:
     return figures
 
 
-def run(n_docs: int) -> tuple[dict[str, Any], list[str]]:
+def run(args: argparse.Namespace) -> Result:
+    n_docs = args.docs
     peaks = Peaks()
     directory = Path(tempfile.mkdtemp(prefix="store-peaks-"))
     try:
@@ -157,25 +158,16 @@ def run(n_docs: int) -> tuple[dict[str, Any], list[str]]:
     totals_table = common.table(["process", "RSS"], totals)
     results = {"docs": n_docs, **figures, "overall_peak": peaks.overall, "closed_rss": closed_rss,
                "after_load_rss": after_load, "calls": {name: vars(c) for name, c in calls}}
-    return results, [calls_table, totals_table]
+    return Result(results, [calls_table, totals_table])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_store_peaks", description=__doc__.split("\n")[0])
-    parser.add_argument("--docs", type=int, default=DEFAULT_DOCS, help="documents added (default %(default)s)")
-    args = parser.parse_args(argv)
-    if args.docs < 1:
-        parser.error("--docs must be positive")
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--docs", type=positive, default=DEFAULT_DOCS, help="documents added (default %(default)s)")
+
+
+def check() -> None:
     if not Path("/proc/self/clear_refs").exists():
-        parser.error("needs Linux (/proc/self/clear_refs resets the peak-RSS counter)")
-    info = common.start(f"Memory peaks of the embedded store filled with {args.docs:,} synthetic documents")
-    results, tables = run(args.docs)
-    for t in tables:
-        print(t + "\n")
-    name = "store_peaks" if args.docs == DEFAULT_DOCS else f"store_peaks-{args.docs}"
-    common.write_results(name, info, vars(args), results, tables)
-    return 0
+        raise SystemExit("store_peaks needs Linux (/proc/self/clear_refs resets the peak-RSS counter)")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+BENCHMARKS = (Benchmark("store_peaks", __doc__, run, options, check=check),)

@@ -1,8 +1,8 @@
 """Do issue 10's two ground truths agree?  The natural sets' rule applied to the synthetic reposts.
 
-    python -m benchmarks.bench_truth_on_synthetic [--corpus inews pd1998] [--without-punctuation]
+    python -m benchmarks truth_on_synthetic [--corpus inews pd1998] [--without-punctuation]
 
-``bench_recall`` scores natural duplicates against an exact rule (character 5-grams with the
+The ``recall`` benchmark scores natural duplicates against an exact rule (character 5-grams with the
 punctuation kept: Jaccard ≥ 0.7, or containment ≥ 0.9 of a smaller text of ≥ 10 shingles) and the
 synthetic sets against how each repost was made (every repost of an article is its duplicate).
 Here every synthetic repost is checked against its original by the natural sets' rule, both texts
@@ -10,32 +10,32 @@ cleaned by the engine's ``TextCleaner`` first (NFKC and t2s, so width and script
 count against it; ``--without-punctuation`` also drops punctuation and spacing, as the engine's
 sketch does), and the share that rule calls duplicates is printed by kind.  A kind that rule
 mostly rejects cannot reach the synthetic recall target by a method that also reaches the natural
-precision target by agreeing with that rule.  Writes ``benchmarks/results/truth_on_synthetic.json``
-(``truth_on_synthetic-without-punctuation.json``).
+precision target by agreeing with that rule.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
-from collections.abc import Sequence
 
-from benchmarks import bench_cross_links, common
+from benchmarks import common
+from benchmarks.runner import Benchmark, Result, corpus_option, positive
 from corpora import recall_sets, sources, truth
 from corpora.corpus import SHINGLE
 from corpora.corpus import shingle_hashes as with_punctuation
+from scrapy_zhdedup.similarity.sketch import shingle_hashes as word_shingles
 
 
 def accepted_by_kind(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
                      without_punctuation: bool = False) -> dict[str, tuple[int, int]]:
     """Per repost kind: (reposts the natural rule calls duplicates of their original, reposts)."""
 
-    def overlap(a: str, b: str) -> tuple[float, float, int]:
-        if without_punctuation:  # on the word characters, as bench_cross_links tells its "punctuation" cause
-            return bench_cross_links.overlap(a, b, SHINGLE)
-        x, y = with_punctuation(a), with_punctuation(b)
-        return (*truth.overlap(x, y), min(x.size, y.size))
+    def overlap(a: str, b: str) -> tuple[float, float, int, int]:
+        if without_punctuation:  # on the word characters, as cross_links tells its "punctuation" cause
+            x, y = word_shingles(a, SHINGLE), word_shingles(b, SHINGLE)
+        else:
+            x, y = with_punctuation(a), with_punctuation(b)
+        return (*truth.overlap(x, y), min(x.size, y.size), max(x.size, y.size))
 
     docs, _ = recall_sets.build_sets(corpus, n_base, lookalike_pairs, seed)["synthetic"]
     originals: dict[str, recall_sets.Doc] = {}
@@ -51,28 +51,23 @@ def accepted_by_kind(corpus: str, n_base: int, lookalike_pairs: int, seed: int,
     return {kind: (accepted[kind], due[kind]) for kind in sorted(due)}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", nargs="+", default=list(sources.LONG_CORPORA), choices=sources.LONG_CORPORA)
-    parser.add_argument("--n-base", type=int, default=600)
-    parser.add_argument("--lookalike-pairs", type=int, default=60)
-    parser.add_argument("--seed", type=int, default=recall_sets.SEED)
-    parser.add_argument("--without-punctuation", action="store_true",
-                        help="shingle the word characters only (the natural truth keeps punctuation)")
-    args = parser.parse_args(argv)
-    info = common.start("The natural sets' rule (5-gram J ≥ 0.7 or containment ≥ 0.9) on the synthetic reposts"
-                        + (", punctuation dropped" if args.without_punctuation else ""))
+def run(args: argparse.Namespace) -> Result:
     results = {corpus: accepted_by_kind(corpus, args.n_base, args.lookalike_pairs, args.seed, args.without_punctuation)
                for corpus in args.corpus}
     kinds = sorted({kind for by_kind in results.values() for kind in by_kind})
     printed = common.table(["kind", *args.corpus], [
         [kind, *(f"{a / n:.2f} ({a}/{n})" if (a, n) != (0, 0) else "-"
                  for a, n in (results[c].get(kind, (0, 0)) for c in args.corpus))] for kind in kinds])
-    print(printed)
-    name = "truth_on_synthetic" + ("-without-punctuation" if args.without_punctuation else "")
-    common.write_results(name, info, vars(args), results, [printed])
-    return 0
+    return Result(results, [printed])
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def options(parser: argparse.ArgumentParser) -> None:
+    corpus_option(parser, sources.LONG_CORPORA)
+    parser.add_argument("--n-base", type=positive, default=600)
+    parser.add_argument("--lookalike-pairs", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=recall_sets.SEED)
+    parser.add_argument("--without-punctuation", action="store_true",
+                        help="shingle the word characters only (the natural truth keeps punctuation)")
+
+
+BENCHMARKS = (Benchmark("truth_on_synthetic", __doc__, run, options),)
