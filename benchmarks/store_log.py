@@ -1,5 +1,4 @@
-"""How the embedded store persists each verdict: our CRC-framed append-only log vs sqlite3 in WAL mode,
-and how a 1M-document store loads.
+"""Persisting each verdict: our CRC-framed append-only log vs sqlite3 in WAL mode; loading a 1M store.
 
     python -m benchmarks store_log [--docs 100000] [--load-docs 1000000]
 
