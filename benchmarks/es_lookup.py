@@ -148,7 +148,7 @@ def load(client: Elasticsearch, index: str, layout: BandLayout, n_synthetic: int
     seen_at = datetime.now(timezone.utc)
 
     def send(body: str) -> None:
-        response = client.bulk(body=body)
+        response = client.bulk(body=body)  # type: ignore[arg-type]  # NDJSON text, sent as it is
         if response["errors"]:
             bad = next(next(iter(i.values())) for i in response["items"] if next(iter(i.values()))["status"] >= 300)
             raise RuntimeError(f"bulk load rejected a document: {bad}")

@@ -100,7 +100,8 @@ def scores(client: Elasticsearch, index: str, records: list[Record]) -> dict[str
 
 
 def scan(client: Elasticsearch, index: str) -> list[dict[str, Any]]:
-    out, after = [], None
+    out: list[dict[str, Any]] = []
+    after = None
     while True:
         page = client.search(index=index, size=5000, sort=[{"zhdedup.hash": "asc"}, {"zhdedup.doc_id": "asc"}],
                              search_after=after, source_includes=["url", "zhdedup.status", "zhdedup.cluster"])
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> Result:
     records = build_accuracy_set(n_base=args.n_base)
     client = Elasticsearch(args.url, request_timeout=600)
     ctx = mp.get_context("spawn")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for n in (int(w) for w in args.writers.split(",")):
         index = f"bench-writers-{n}"
         client.options(ignore_status=404).indices.delete(index=index)

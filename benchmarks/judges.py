@@ -57,7 +57,7 @@ def simhash_default(docs: Sequence[Text]) -> Iterator[str | None]:
     """The package used as documented: ``Simhash(text)`` (its 4-character tokenizer), k=3."""
     from simhash import Simhash, SimhashIndex
 
-    index, values, order = SimhashIndex([], k=3), {}, {}
+    index, values, order = SimhashIndex([], k=3), dict[str, int](), dict[str, int]()
     for n, doc in enumerate(docs):
         fp = Simhash(doc.text)
         yield _closest_simhash(index, fp, values, order)
@@ -70,7 +70,7 @@ def simhash_jieba(docs: Sequence[Text]) -> Iterator[str | None]:
     import jieba
     from simhash import Simhash, SimhashIndex
 
-    index, values, order = SimhashIndex([], k=3), {}, {}
+    index, values, order = SimhashIndex([], k=3), dict[str, int](), dict[str, int]()
     for n, doc in enumerate(docs):
         fp = Simhash(jieba.lcut(doc.text))
         yield _closest_simhash(index, fp, values, order)

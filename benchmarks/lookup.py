@@ -255,16 +255,12 @@ def worker(kind: str, n: int, queries: int, blocks: int, data: str, bloom_capaci
     """One index at one size; run in a fresh process, so the RSS it grows by is its own."""
     if kind == "bloom":
         return worker_bloom(n, bloom_capacity, queries)
-    if data == "real":
-        fps, mhs = real_data(n)
-    else:
-        fps = synthetic_fps(n, SEED) if kind != "minhash" else None
-        mhs = synthetic_minhashes(n, SEED) if kind == "minhash" else None
+    if kind == "minhash":
+        return worker_minhash(real_data(n)[1] if data == "real" else synthetic_minhashes(n, SEED), queries, SEED)
+    fps = real_data(n)[0] if data == "real" else synthetic_fps(n, SEED)
     if kind == "ours":
         return worker_ours(fps, blocks, queries, SEED)
-    if kind == "simhash":
-        return worker_simhash(fps, queries, SEED)
-    return worker_minhash(mhs, queries, SEED)
+    return worker_simhash(fps, queries, SEED)
 
 
 def spawn(kind: str, n: int, queries: int, *, blocks: int = 0, data: str = "synthetic",
@@ -278,7 +274,7 @@ def spawn(kind: str, n: int, queries: int, *, blocks: int = 0, data: str = "synt
 
 def run(args: argparse.Namespace) -> Result:
     results: dict[str, Any] = {"indexes": {}, "bloom": {}}
-    rows = []
+    rows: list[list[Any]] = []
     plan: list[tuple[str, int, str]] = [(name, n, "synthetic") for n in args.sizes for name in INDEXES]
     if args.real_docs:
         real_data(args.real_docs)  # build the cache once, before the timed workers

@@ -124,8 +124,8 @@ def _view(s: Sketch) -> Sketch:
 
 
 def run_corpus(corpus: str) -> dict[str, Any]:
-    texts = sources.long_corpus(corpus) if corpus in sources.LONG_CORPORA else sources.short_corpus(corpus)
-    raw = [getattr(t, "text", t) for t in texts]
+    raw = ([a.text for a in sources.long_corpus(corpus)] if corpus in sources.LONG_CORPORA
+           else list(sources.short_corpus(corpus)))
     docs, _ = recall_sets.natural(raw, f"{corpus}-nat")
     words = recall_sets.word_groups(docs)
     digests, engine, whole = features([d.text for d in docs])
