@@ -1,18 +1,19 @@
-"""Helpers shared by the ``bench_*.py`` scripts: machine description, timing, memory, tables, results.
+"""What the benchmarks share: the machine's description, timing, memory, tables, the CLI and the node.
 
-Every benchmark prints the machine it ran on first and writes its numbers to
-``benchmarks/results/<name>.json``, so a table in the README can always be traced to a run.
 The machine these were written for has 2 cores shared with other work, hence :func:`interleaved`:
 contenders take turns, each is repeated, and the best run counts (noise only ever slows a run).
+``runner.py`` prints the machine first and saves it with every result, so a table in the README can
+always be traced to a run.
 """
 
 from __future__ import annotations
 
 import gc
-import json
+import multiprocessing
 import os
 import platform
 import resource
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,7 +27,6 @@ from corpora import CACHE_DIR as CACHE_DIR  # scan files and fingerprints are ca
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PACKAGES = ("scrapy-zhdedup", "numpy", "rjieba", "jieba", "simhash", "datasketch", "pybloom-live", "scrapy")
 
 
@@ -79,16 +79,11 @@ def machine() -> dict[str, Any]:
 def describe(info: Mapping[str, Any]) -> str:
     load = " ".join(f"{x:.2f}" for x in info["load_avg"])
     libs = ", ".join(f"{k} {v}" for k, v in info["packages"].items())
+    es = info.get("elasticsearch")
+    node = f"\nElasticsearch {', '.join(es['versions'])}, heap {' + '.join(mib(h) for h in es['heap_max_bytes'])}" if es else ""
     return (f"machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB RAM, "
             f"Python {info['python']}, {info['os']}\n"
-            f"load average at start: {load}   ({info['when']})\nlibraries: {libs}")
-
-
-def start(title: str) -> dict[str, Any]:
-    """Print the benchmark's title and the machine; return the machine description."""
-    info = machine()
-    print(f"# {title}\n{describe(info)}\n", flush=True)
-    return info
+            f"load average at start: {load}   ({info['when']})\nlibraries: {libs}{node}")
 
 
 # --- timing -------------------------------------------------------------------------------
@@ -169,17 +164,60 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
                      + [line(r) for r in cells[1:]])
 
 
-def write_results(name: str, info: Mapping[str, Any], args: Mapping[str, Any], data: Any,
-                  tables: Sequence[str] = ()) -> Path:
-    """Save ``benchmarks/results/<name>.json`` (machine, arguments, numbers, printed tables)."""
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
-    payload = {"benchmark": name, "machine": dict(info), "args": dict(args),
-               "load_avg_end": [round(x, 2) for x in os.getloadavg()], "results": data,
-               "tables": list(tables), "argv": sys.argv[1:]}
-    path.write_text(json.dumps(payload, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
-    print(f"\nresults written to {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
-    return path
+# --- subprocesses: the CLI, and measurements in a fresh interpreter ---------------------------------
+
+
+def zhdedup_command() -> list[str]:
+    script = Path(sys.executable).with_name("zhdedup")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "scrapy_zhdedup.cli"]
+
+
+def run_cli(args: Sequence[str]) -> tuple[float, str]:
+    """Run ``zhdedup <args>``; wall seconds (start-up included) and its stderr + stdout."""
+    cmd = [*zhdedup_command(), *args]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}{proc.stdout}")
+    return wall, proc.stderr + proc.stdout
+
+
+def _call(queue: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    queue.put(fn(*args))
+
+
+def in_child(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a fresh interpreter (``spawn``), so its memory figures are its own; its result."""
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_call, args=(queue, fn, args))
+    proc.start()
+    result = queue.get()  # before join: a full pipe would block the child's exit
+    proc.join()
+    if proc.exitcode:
+        raise RuntimeError(f"{fn.__name__} failed in its process (exit code {proc.exitcode})")
+    return result
+
+
+# --- the Elasticsearch node ---------------------------------------------------------------------------
+
+
+def node(url: str) -> dict[str, Any]:
+    """The node's versions and heaps, saved with the machine (the figures depend on them)."""
+    from elasticsearch import Elasticsearch
+
+    with Elasticsearch(url, request_timeout=60) as client:
+        return {"url": url,
+                "versions": [n["version"] for n in client.nodes.info(metric="process")["nodes"].values()],
+                "heap_max_bytes": [n["jvm"]["mem"]["heap_max_in_bytes"]
+                                   for n in client.nodes.stats(metric="jvm")["nodes"].values()]}
+
+
+def fresh_index(client: Elasticsearch, index: str) -> None:
+    """Delete ``index`` and the template ``es install`` made for it, if there."""
+    client.options(ignore_status=404).indices.delete(index=index)
+    client.options(ignore_status=404).indices.delete_index_template(name=f"zhdedup-{index}")
 
 
 def node_cpu_ms(client: Elasticsearch) -> int:
@@ -203,3 +241,9 @@ def wait_until_quiet(client: Elasticsearch, *, share: float = 0.05, window: floa
         if now - before < share * window * 1000:
             return
         before = now
+
+
+def expect(ok: bool, what: str) -> None:
+    """A benchmark's self-check: stop before any figure is taken with an instrument that is wrong."""
+    if not ok:
+        raise SystemExit(f"self-check failed: {what}")

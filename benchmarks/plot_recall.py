@@ -1,10 +1,10 @@
 """Recall by repost kind, ours against the peers, as a PNG for benchmarks/README.md.
 
-    .venv/bin/python -m benchmarks.plot_recall benchmarks/results/recall-pd1998.json --set synthetic
+    .venv/bin/python -m benchmarks.plot_recall benchmarks/results/recall.json --corpus pd1998 --set synthetic
     .venv/bin/python -m benchmarks.plot_recall benchmarks/results/accuracy.json --set long
 
-Reads the results files of ``bench_recall`` (``results.<set>.scores.<method>.recall_by_kind``) and
-of ``bench_accuracy`` (``results.<set>.<method>.{true_dups,correct}``), so the picture is redrawn
+Reads the results files of ``recall`` (``results.<corpus>.sets.<set>.scores.<method>.recall_by_kind``) and
+of ``accuracy`` (``results.<set>.<method>.{true_dups,correct}``), so the picture is redrawn
 from whichever run is the latest.  Needs matplotlib (``pip install -e '.[bench]'``).
 """
 
@@ -20,7 +20,7 @@ DEFAULT_METHODS = ("ours, default", "zhdedup scan defaults", "simhash", "naive",
                    "5-gram MinHashLSH(0.5)")
 OURS_COLOUR = "#c0392b"
 PEER_COLOURS = ["#4c72b0", "#8da0cb", "#55a868", "#a6d854", "#999999"]
-KINDS = {  # result key -> label, in the order of benchmarks/reposts.py
+KINDS = {  # result key -> label, in the order of corpora/reposts.py
     "add_header_footer": "other site's header/footer", "punct_width": "punctuation width",
     "edit_chars": "1-3 % characters edited", "drop_paragraph": "paragraph dropped",
     "swap_paragraphs": "paragraphs swapped", "truncate": "cut to 70-90 %", "traditional": "traditional characters",
@@ -76,7 +76,8 @@ def plot(recalls: dict[str, dict[str, float]], title: str, output: Path) -> None
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("results", type=Path, help="a results JSON file of bench_accuracy")
+    parser.add_argument("results", type=Path, help="results/recall.json or results/accuracy.json")
+    parser.add_argument("--corpus", help="recall.json: which corpus's sets")
     parser.add_argument("-o", "--output", type=Path, default=Path("benchmarks/results/recall-by-kind.png"),
                         help="PNG to write (default %(default)s)")
     parser.add_argument("--set", default="synthetic",
@@ -85,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                                                       "(default: ours and the peers)")
     args = parser.parse_args(argv)
     data = json.loads(args.results.read_text(encoding="utf-8"))
-    recalls = recall_by_kind(data["results"][args.set], tuple(args.methods or DEFAULT_METHODS),
+    sets = data["results"][args.corpus]["sets"] if args.corpus else data["results"]
+    recalls = recall_by_kind(sets[args.set], tuple(args.methods or DEFAULT_METHODS),
                              strict=args.methods is not None)
     when = data.get("machine", {}).get("when", "")
     plot(recalls, f"Recall by repost kind ({args.results.name}, {args.set} texts, {when})", args.output)

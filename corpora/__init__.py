@@ -4,8 +4,7 @@
   short-text sets, the throughput scan file; ``reposts``: the repost edits they are made with;
   ``retemplate``: an article as another portal's page, extracted again.
 - ``sources``: the real corpora of the recall sets, read from installed packages; ``recall_sets``: the
-  sets built from them; ``truth``: their exact ground truth; ``scoring``: a run's links scored against it;
-  ``exact_overlaps``: the engine verifying on exact shingle overlaps, or another sketch's estimates.
+  sets built from them; ``truth``: their exact ground truth; ``scoring``: a run's links scored against it.
 
 Everything is a pure function of its corpus and seed.  Nothing here is redistributed text: the loaders
 read the packages' own files at run time.  Not part of the installed package.

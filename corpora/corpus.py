@@ -23,6 +23,8 @@ CLI::
     python -m corpora.corpus accuracy -o acc.jsonl [--n-base 1000]
     python -m corpora.corpus short -o short.jsonl [--n-base 1000]
     python -m corpora.corpus scan -n 100000 -o scan.jsonl
+
+``scan_file`` keeps scan files in ``corpora.CACHE_DIR`` (``$ZHDEDUP_BENCH_CACHE``) between runs.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import numpy as np
 import opencc
 from datasketch import MinHash, MinHashLSH
 
+from corpora import CACHE_DIR
 from corpora.reposts import TRANSFORMS, clauses, paragraphs, repost, sentences, template_lookalike
 
 DEFAULT_SEED = 20261121
@@ -223,7 +226,7 @@ def simplified_chinese(text: str) -> bool:
     cjk = np.count_nonzero((codes >= 0x4E00) & (codes <= 0x9FFF))
     n = min(len(codes), len(simplified))
     changed = np.count_nonzero(codes[:n] != simplified[:n])
-    return cjk >= 0.4 * len(codes) and changed <= 0.02 * cjk
+    return bool(cjk >= 0.4 * len(codes) and changed <= 0.02 * cjk)
 
 
 @functools.lru_cache(maxsize=8)
@@ -472,6 +475,19 @@ def build_scan_file(
             out.write(json.dumps(doc, ensure_ascii=False) + "\n")
             counts[kind] += 1
     return counts
+
+
+def scan_file(n_docs: int, seed: int = DEFAULT_SEED, html_rate: float = 0.1) -> Path:
+    """The scan file of these arguments in the cache, built on first use (the same arguments give the
+    same bytes, so a cached file is the file)."""
+    path = CACHE_DIR / f"scan-{n_docs}-{seed}-html{round(100 * html_rate)}.jsonl"
+    if not path.exists():
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        print(f"building {path} ...", file=sys.stderr, flush=True)
+        partial = path.with_suffix(".partial")
+        build_scan_file(partial, n_docs, seed, html_rate=html_rate)
+        partial.replace(path)
+    return path
 
 
 # --- CLI ----------------------------------------------------------------------------------

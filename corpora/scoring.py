@@ -1,5 +1,5 @@
-"""A run's ``dup_of`` links scored against a labelled set: pairwise over clusters, the links that join a
-text to one it mostly does not contain, and the cause of a link the truth does not make (:func:`cause`).
+"""A run's ``dup_of`` links scored against a labelled set: pairwise over clusters, and the links that
+join a text to one it mostly does not contain.
 
 A run names, per document in arrival order, the earlier document it repeats or none.  Its predicted
 clusters are the connected components of those links; a set's true clusters are its ``group`` labels.
@@ -14,10 +14,8 @@ from math import comb
 import numpy as np
 
 from corpora import truth
-from corpora.corpus import SHINGLE as TRUTH_SHINGLE
 from corpora.recall_sets import Doc
-from scrapy_zhdedup.similarity.rule import NearRule
-from scrapy_zhdedup.similarity.sketch import SHINGLE, Overlap, shingle_hashes
+from scrapy_zhdedup.similarity.sketch import shingle_hashes
 
 
 def predicted_clusters(docs: Sequence[Doc], links: Sequence[str | None]) -> list[int]:
@@ -50,30 +48,3 @@ def mostly_new(docs: Sequence[Doc], links: Sequence[str | None]) -> int:
         mine, theirs = shingle_hashes(doc.text), shingle_hashes(docs[row[target]].text)
         count += int(np.isin(mine, theirs, assume_unique=True).sum() < 0.5 * mine.size)
     return count
-
-
-CAUSES = ("punctuation", "rule", "estimate")
-
-
-def overlap(new: str, earlier: str, n: int) -> Overlap:
-    """Exact overlap of ``new`` with ``earlier`` on ``n``-grams of word characters."""
-    x, y = shingle_hashes(new, n), shingle_hashes(earlier, n)
-    shared = np.intersect1d(x, y, assume_unique=True).size
-    return Overlap(shared / (x.size + y.size - shared), shared / max(x.size, 1), x.size, y.size)
-
-
-def cause(new: str, earlier: str, rule: NearRule) -> tuple[str, float]:
-    """Why ``new`` was linked to ``earlier`` (:data:`CAUSES`), and their exact Jaccard on the engine's
-    shingles."""
-    mine = overlap(new, earlier, SHINGLE)
-    if truth.is_duplicate(*truth.overlap(*(shingle_hashes(t, TRUTH_SHINGLE) for t in (new, earlier))),
-                          *_sizes(new, earlier)):
-        return "punctuation", mine.jaccard
-    if rule.reason(mine) is not None:
-        return "rule", mine.jaccard
-    return "estimate", mine.jaccard
-
-
-def _sizes(a: str, b: str) -> tuple[int, int]:
-    x, y = shingle_hashes(a, TRUTH_SHINGLE), shingle_hashes(b, TRUTH_SHINGLE)
-    return min(x.size, y.size), max(x.size, y.size)

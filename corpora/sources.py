@@ -38,6 +38,7 @@ from corpora.corpus import Article, _raw_articles
 
 LONG_CORPORA = ("inews", "pd1998")
 SHORT_CORPORA = ("reviews", "clauses", "poems")
+ALL = (*LONG_CORPORA, *SHORT_CORPORA)
 TUNING = ("inews", "reviews", "clauses")
 POETRY = "chinese-poetry@2.0.1"
 

@@ -26,7 +26,7 @@ MAX_TABLES = 128  # keys computed per document, and keyword fields per index on 
 
 
 def default_blocks(k: int) -> int:
-    """k + 2 blocks: at k=3 that is 10 tables of 25-26 bits (measured in benchmarks/bench_lookup.py)."""
+    """k + 2 blocks: at k=3 that is 10 tables of 25-26 bits (measured in benchmarks/lookup.py)."""
     return k + 2
 
 

