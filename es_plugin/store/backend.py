@@ -65,7 +65,8 @@ from scrapy_zhdedup.workers import PreparePool, TurnBatcher, prepare_job, prepar
 from ..client import acheck_reachable, make_async_client, quiet_client_logs, redact
 from ..errors import BulkInterruptedError, DeadLetterError, LookupFailedError, LookupItemError
 from ..index.chinese import SearchText, segment
-from ..index.template import ainstall, zhdedup_fields
+from ..index.document import FIELD, Stored, item_fields
+from ..index.template import ainstall
 from ..operations import adrive
 from ..privileges import CRAWL, Access, Needs
 from .buffer import BulkBuffer, PendingBatch
@@ -379,9 +380,9 @@ class ElasticsearchBackend:
     @staticmethod
     def _storable(client: AsyncElasticsearch, doc_id: str, document: dict[str, Any]) -> dict[str, Any]:
         """The document as it will be stored (page bytes as text); InvalidDocumentError if it cannot be."""
-        if "zhdedup" in document:
+        if FIELD in document:
             raise InvalidDocumentError(
-                f"item {doc_id!r} has a field named 'zhdedup', which scrapy-zhdedup owns in the index")
+                f"item {doc_id!r} has a field named {FIELD!r}, which scrapy-zhdedup owns in the index")
         document = {key: decode_html(value) if isinstance(value, bytes) else value for key, value in document.items()}
         try:
             client.transport.serializers.get_serializer("application/json").dumps(document)
@@ -491,8 +492,8 @@ class ElasticsearchBackend:
 
     def _source(self, verdict: Verdict, document: dict[str, Any], features: Features | None = None,
                 words: str | None = None) -> dict[str, Any]:
-        fields = zhdedup_fields(verdict, self.layout, datetime.now(timezone.utc), features=features, words=words)
-        return {**document, "zhdedup": fields}
+        return {**document, **Stored.of(verdict, datetime.now(timezone.utc), features=features,
+                                        words=words).to_source(self.layout)}
 
     # -- writing ---------------------------------------------------------------------------------------
 
@@ -528,7 +529,8 @@ class ElasticsearchBackend:
         assert self._client is not None
         for action in conflicts:
             source = action.body or {}
-            ours = source["zhdedup"]
+            ours = Stored.from_source(source)
+            assert ours is not None  # every create of ours carries its object
             try:
                 [first] = await adrive(self._client, self.lookups.exact([action.id]))
             except (TransportError, ApiError, LookupItemError) as exc:
@@ -538,18 +540,17 @@ class ElasticsearchBackend:
             if first is None:  # deleted since the 409: write ours again
                 self.buffer.enqueue(action)
                 continue
-            if first.doc_id == ours["doc_id"]:  # our retried write landed the first time
+            if first.doc_id == ours.doc_id:  # our retried write landed the first time
                 self.stats.inc("indexed")
                 continue
             self.stats.inc("conflicts")
             batch.hashes[action.id] = first
             logger.info("zhdedup: %s was judged %s, but another writer stored the same text first as %s",
-                        ours["doc_id"], ours["status"], first.doc_id)
+                        ours.doc_id, ours.status, first.doc_id)
             if self.index_duplicates:
-                verdict = verdict_for(ours["doc_id"], action.id, None, first, exact=True)
-                document = {k: v for k, v in source.items() if k != "zhdedup"}
-                self.buffer.enqueue(Action("index", repeat_id(action.id, ours["doc_id"]),
-                                           self._source(verdict, document, words=ours.get("words"))))
+                verdict = verdict_for(ours.doc_id, action.id, None, first, exact=True)
+                self.buffer.enqueue(Action("index", repeat_id(action.id, ours.doc_id),
+                                           self._source(verdict, item_fields(source), words=ours.words)))
 
     def _dead(self, actions: list[Action], stage: str, error: Exception) -> None:
         self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, stage, error) for a in actions])
