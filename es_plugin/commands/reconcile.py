@@ -19,12 +19,13 @@ move is made before the first delete, so no deleted head takes that knowledge wi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from elasticsearch import Elasticsearch
 
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
-from scrapy_zhdedup.model import Match, verdict_for
+from scrapy_zhdedup.model import Features, Match, verdict_for
 from scrapy_zhdedup.similarity.rule import NearRule
 
 from ..errors import WritesRejectedError
@@ -68,10 +69,7 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
     keys = CandidateKeys.from_config(config)
     ensure_layout(client, index, keys.layout)
     writer = BulkWriter(index)
-    near = NearIndex(keys, NearRule.from_config(config))
-    row_doc: list[str] = []  # per near index row: doc_id, effective cluster, content hash
-    row_cluster: list[str] = []
-    row_hash: list[str] = []
+    rows = _Rows(NearIndex(keys, NearRule.from_config(config)))
     moved: dict[str, str] = {}  # old cluster id (its head's doc_id) -> cluster it joined
     deletes: list[Action] = []  # sent once every move is (see the module's docstring)
     clusters: set[str] = set()
@@ -89,25 +87,20 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
         stored_cluster = stored.cluster if stored is not None and stored.cluster else name
         cluster = moved.get(stored_cluster, stored_cluster)
         features = stored.features() if stored is not None and stored.sketch is not None else None
-        match = None
+        content_hash = stored.hash if stored is not None else None
         original = stored is not None and stored.status == "unique"  # a candidate for later documents, unless marked
-        if features is not None and original:
-            match = near.nearest(features)
-        if match is not None and row_cluster[match.row] != cluster:
+        earlier = rows.earlier(features, cluster) if features is not None and original else None
+        if earlier is not None:
             counts["pairs"] += 1
-            target = row_cluster[match.row]
-            moved[stored_cluster] = target
-            content_hash = stored.hash if stored is not None else None
+            moved[stored_cluster] = earlier.cluster
             if delete:
                 counts["deleted"] += 1
                 deletes.append(Action("delete", _id, index=in_index))
                 continue
             counts["marked"] += 1
-            earlier = Match(row_doc[match.row], target, match.distance, match.similarity, match.contained, match.reason)
-            verdict = verdict_for(name, content_hash or "", None, earlier, exact=row_hash[match.row] == content_hash)
+            verdict = verdict_for(name, content_hash or "", None, earlier, exact=rows.same_text(earlier, content_hash))
             emit(Action("update", _id, verdict_update(verdict), index=in_index))
-            cluster = target
-            original = False
+            cluster, original = earlier.cluster, False
         elif cluster != stored_cluster:
             counts["reclustered"] += 1
             emit(Action("update", _id, cluster_update(cluster), index=in_index))
@@ -115,10 +108,7 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
             moved[name] = cluster
         clusters.add(cluster)
         if features is not None:
-            near.add(features, original)
-            row_doc.append(name)
-            row_cluster.append(cluster)
-            row_hash.append(stored.hash or "" if stored is not None else "")
+            rows.add(features, original, name, cluster, content_hash or "")
     _send(client, writer, actions, apply)  # every move sent before the first delete, not in one bulk with it
     for action in deletes:
         emit(action)
@@ -127,6 +117,34 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
         client.indices.refresh(index=index)
     counts["clusters"] = len(clusters)
     return counts
+
+
+@dataclass
+class _Rows:
+    """The documents read so far with features: the near index, and per row the document's id, its
+    cluster now and its content hash."""
+
+    near: NearIndex
+    docs: list[str] = field(default_factory=list)
+    clusters: list[str] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)
+
+    def add(self, features: Features, original: bool, doc_id: str, cluster: str, content_hash: str) -> None:
+        self.near.add(features, original)
+        self.docs.append(doc_id)
+        self.clusters.append(cluster)
+        self.hashes.append(content_hash)
+
+    def earlier(self, features: Features, cluster: str) -> Match | None:
+        """The nearest earlier original, if it is in another cluster than ``cluster``."""
+        match = self.near.nearest(features)
+        if match is None or self.clusters[match.row] == cluster:
+            return None
+        return Match(self.docs[match.row], self.clusters[match.row], match.distance, match.similarity,
+                     match.contained, match.reason, row=match.row)
+
+    def same_text(self, earlier: Match, content_hash: str | None) -> bool:
+        return self.hashes[earlier.row] == content_hash
 
 
 def _send(client: Elasticsearch, writer: BulkWriter, actions: list[Action], apply: bool) -> None:
