@@ -1,14 +1,11 @@
-"""What the backend asks Elasticsearch, and the store :func:`~scrapy_zhdedup.judge.judge` sees.
-
-* :class:`EsLookups`: the realtime ``GET`` of ``_id = content hash`` (exact repeats, flushed by any
-  writer, refreshed or not) and the near search (``bool/should`` over the sketch keys, and the
-  SimHash band and passage keys when in use: the keys of nearindex.py as keyword fields; first an
-  unranked ``terms`` search, which answers most texts at a fraction of the cost), among cluster
-  originals only (``zhdedup.status: unique``, as nearindex.py keys only originals), each hit verified
-  on its stored sketch by the shared :meth:`~scrapy_zhdedup.similarity.rule.NearRule.accept`.
-* :class:`EsAnswers`: the :class:`~scrapy_zhdedup.judge.Store` of one judgement: Elasticsearch's
-  answers plus the batches of this process that searches cannot see yet (buffer.py); ``remember``
-  hands the verdict back to the backend to enqueue.
+"""What the backend asks Elasticsearch: :class:`EsLookups`, the realtime ``GET`` of ``_id = content
+hash`` (exact repeats, flushed by any writer, refreshed or not) and the near search (``bool/should``
+over the sketch keys, and the SimHash band and passage keys when in use: the keys of nearindex.py as
+keyword fields; first an unranked ``terms`` search, which answers most texts at a fraction of the
+cost), among cluster originals only (``zhdedup.status: unique``, as nearindex.py keys only
+originals), each hit verified on its stored sketch by the shared
+:meth:`~scrapy_zhdedup.similarity.rule.NearRule.accept`.
+What a judgement makes of the answers is judging.py's (``EsAnswers``).
 
 What they read of the stored ``zhdedup`` objects, and how they decode it, is document.py's.
 """
@@ -16,14 +13,14 @@ What they read of the stored ``zhdedup`` objects, and how they decode it, is doc
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from scrapy_zhdedup.index.nearindex import CandidateKeys
-from scrapy_zhdedup.model import Features, Match, Prepared, Verdict
+from scrapy_zhdedup.model import Features, Match
 from scrapy_zhdedup.similarity.passages import votes_needed
 from scrapy_zhdedup.similarity.rule import NearRule, closest
 
@@ -41,7 +38,6 @@ from ..index.document import (
     sketch_terms,
 )
 from ..operations import Call, Steps
-from .buffer import BulkBuffer
 from .retry import RETRY_STATUSES, RetryPolicy
 from .stats import EsStats
 
@@ -222,38 +218,6 @@ def _shared_keys(keys: list[str], hit: Stored) -> int:
 
 def _msearch(searches: list[dict[str, Any]]) -> Call:
     return lambda client: client.msearch(searches=searches)
-
-
-@dataclass
-class EsAnswers:
-    """The :class:`~scrapy_zhdedup.judge.Store` of one judgement: what Elasticsearch answered when the
-    lookups ran, plus the pending batches as they are now (an equal or near text may have been
-    buffered meanwhile)."""
-
-    flushed_exact: Match | None
-    flushed_near: Match | None
-    buffer: BulkBuffer
-    since: int  # first batch the Elasticsearch lookups could not see
-    on_verdict: Callable[[Prepared, Verdict], None]
-
-    def find_exact(self, digest: str) -> Match | None:
-        return self.flushed_exact or self.buffer.exact(digest)
-
-    def find_near(self, features: Features, exclude: str | None = None) -> Match | None:
-        """``exclude`` is never given here: :meth:`previous` knows no earlier verdicts."""
-        flushed = [] if self.flushed_near is None else [
-            (self.flushed_near.similarity, (FLUSHED_AGE,), self.flushed_near)]
-        return closest([*flushed, *self.buffer.near(query_features(features), self.since)])
-
-    def previous(self, doc_id: str) -> Verdict | None:
-        """The stored verdict when Elasticsearch holds this very text under this id (a crawl or an input
-        judged again); a changed text under a known id is not recognised here (``es ingest`` skips ids
-        already stored)."""
-        exact = self.flushed_exact
-        return exact.verdict if exact is not None and exact.doc_id == doc_id else None
-
-    def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
-        self.on_verdict(prepared, verdict)
 
 
 def query_features(features: Features) -> Features:
