@@ -1,6 +1,6 @@
 """Lookup cost of the Elasticsearch backend on a populated index (default band layout; others on request).
 
-An index is filled with ``--docs`` documents shaped as the backend writes them (``zhdedup_fields``:
+An index is filled with ``--docs`` documents shaped as the backend writes them (``Stored.to_source``:
 SimHash band keys, the MinHash sketch and its 16 keys; passages off, the default), then queried with
 real reposts:
 
@@ -53,7 +53,8 @@ from benchmarks import common
 from benchmarks.runner import Benchmark, Result
 from corpora.corpus import load_base
 from corpora.reposts import TRANSFORMS, sentences
-from es_plugin.index.template import install, sketch_terms, template_name, zhdedup_fields
+from es_plugin.index.document import Stored, sketch_terms
+from es_plugin.index.template import install, template_name
 from es_plugin.store.backend import ElasticsearchBackend
 from es_plugin.store.lookups import SEARCH_PAGE, near_query, query_features
 from scrapy_zhdedup.config import DedupConfig, EsConfig
@@ -133,7 +134,7 @@ def bulk_body(index: str, layout: BandLayout, docs: list[tuple[str, str, Feature
     for doc_id, digest, features in docs:
         verdict = Verdict(doc_id, "unique", None, None, doc_id, digest, features.fingerprint)
         lines.append(json.dumps({"create": {"_index": index, "_id": digest}}))
-        lines.append(json.dumps({"url": doc_id, "zhdedup": zhdedup_fields(verdict, layout, seen_at, features=features)}))
+        lines.append(json.dumps({"url": doc_id, **Stored.of(verdict, seen_at, features=features).to_source(layout)}))
     return "\n".join(lines) + "\n"
 
 

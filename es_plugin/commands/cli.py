@@ -50,6 +50,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description="Elasticsearch commands; each names its index with --index.")
     esub = es.add_subparsers(dest="es_command", required=True)
 
+    _setup_commands(esub)  # in this order in --help
+    _writing_commands(esub)
+    _reading_commands(esub)
+    _repair_commands(esub)
+
+
+def _setup_commands(esub: argparse._SubParsersAction) -> None:
+    """What sets an index up and tells its state: install, status."""
     p = esub.add_parser("install", help="put the index template (idempotent, versioned) and create the index")
     _options(p, dedup=(LAYOUT,), search=True)
     p.add_argument("--mapping", type=Path, help="JSON file: mapping properties of the documents' own fields")
@@ -61,6 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the status as JSON")
     p.set_defaults(func=_es_errors(cmd_status))
 
+
+def _writing_commands(esub: argparse._SubParsersAction) -> None:
+    """What judges and stores documents: ingest, replay."""
     p = esub.add_parser("ingest", help="load JSONL files or directories of HTML pages, deduplicated")
     p.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
                    help='JSONL ({"id": ..., "text"|"html": ...} per line) or a directory of saved pages')
@@ -87,6 +98,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="document field holding the page, judged instead of the text (default %(default)s)")
     p.set_defaults(func=_es_errors(cmd_replay))
 
+
+def _reading_commands(esub: argparse._SubParsersAction) -> None:
+    """What reads an index: search, report."""
     p = esub.add_parser("search", help="search with near-duplicates folded into one hit per cluster")
     p.add_argument("query", help="query text (segmented like the stored text), or a JSON query clause if it "
                                  "starts with '{'")
@@ -107,6 +121,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_report_options(p)
     p.set_defaults(func=_es_errors(cmd_report))
 
+
+def _repair_commands(esub: argparse._SubParsersAction) -> None:
+    """What judges or repairs an index in place: dedup-index, reconcile."""
     p = esub.add_parser("dedup-index", help="fingerprint and cluster an existing index in place")
     _options(p, dedup=None, search=True, analysis=False)
     p.add_argument("--html-field", default=None, help="judge this field's HTML when present (before --text-field)")

@@ -55,7 +55,8 @@ from scrapy_zhdedup.workers import PreparePool
 
 from ..errors import EsIndexError, WritesRejectedError
 from ..index.chinese import segment
-from ..index.template import dedup_properties, ensure_layout, read_meta, stored_features, template_body, zhdedup_fields
+from ..index.document import FIELD, STATUS, WHOLE, Stored, dedup_properties
+from ..index.template import ensure_layout, read_meta, template_body
 from ..operations import drive
 from ..store.writer import Action, BulkWriter, describe
 from .checkpoint import Checkpoint
@@ -64,7 +65,7 @@ from .pointintime import PointInTime
 logger = logging.getLogger(__name__)
 
 READ_SORT = [{"_seq_no": "asc"}, {"_shard_doc": "asc"}]
-DONE_FIELD = "zhdedup.status"
+DONE_FIELD = STATUS
 LARGEST = 10  # clusters listed in the report
 EXAMPLES = 3  # member ids shown per listed cluster
 
@@ -93,19 +94,19 @@ class IndexMemory(EmbeddedStore):
             self.clusters.append(verdict.cluster)
         super().remember(prepared, verdict, match)
 
-    def load(self, meta: dict[str, Any], passages: list[int]) -> None:
+    def load(self, stored: Stored, passages: list[int]) -> None:
         """Take back a document judged earlier, from its ``zhdedup`` object and its passage keys: an
         original as a candidate for later documents, a near repeat only for its exact copies."""
-        if meta["status"] == "exact":
+        if stored.status == "exact":
             return
+        if stored.hash is None:
+            raise ValueError(f"no content hash stored for {stored.doc_id!r}")
         repeats = None
-        if meta["status"] == "near":
-            row = self.row_of(meta.get("dup_of") or "")
-            repeats = Match(meta.get("dup_of") or "", meta["cluster"], meta.get("distance") or 0,
-                            meta.get("similarity") or 0.0, meta.get("contained") or 0.0, meta.get("reason") or "similar",
-                            row=row)
-        self.add(meta["doc_id"], meta["hash"], stored_features(meta, passages), repeats)
-        self.clusters.append(meta["cluster"])
+        if stored.status == "near":
+            repeats = Match(stored.dup_of or "", stored.cluster, stored.distance or 0, stored.similarity or 0.0,
+                            stored.contained or 0.0, stored.reason or "similar", row=self.row_of(stored.dup_of or ""))
+        self.add(stored.doc_id, stored.hash, stored.features(passages), repeats)
+        self.clusters.append(stored.cluster)
 
 
 class ClusterReport:
@@ -198,17 +199,19 @@ class _Run:
     def load(self, reader: PointInTime, batch_size: int) -> int:
         """Documents judged by an earlier run (or by the pipeline), back into memory; returns how many."""
         fingerprinter = self.fingerprinter
-        source = ["zhdedup", *self.fields.text_fields] if fingerprinter.use_passages else ["zhdedup"]
+        source = [*WHOLE, *self.fields.text_fields] if fingerprinter.use_passages else WHOLE
         body = {"query": {"exists": {"field": DONE_FIELD}}, "sort": READ_SORT, "size": batch_size,
                 "_source": source, "track_total_hits": False}
         loaded = 0
         for page in reader.pages(body, reopen=True):
             for hit in page:
                 try:
-                    meta = hit["_source"]["zhdedup"]
+                    stored = Stored.from_source(hit["_source"])
+                    if stored is None:
+                        raise KeyError(FIELD)
                     clean = self.fields.clean_or_none(fingerprinter, hit["_source"])
-                    self.memory.load(meta, fingerprinter.passages(clean) if clean is not None else [])
-                    self.clusters.count(meta["cluster"], meta["doc_id"])
+                    self.memory.load(stored, fingerprinter.passages(clean) if clean is not None else [])
+                    self.clusters.count(stored.cluster, stored.doc_id)
                 except (KeyError, TypeError, ValueError) as exc:
                     raise EsIndexError(f"{self.index}: document {hit['_id']} has a damaged zhdedup object "
                                        f"({type(exc).__name__}: {exc})") from exc
@@ -237,9 +240,9 @@ class _Run:
                     self.clusters.count(verdict.cluster, verdict.doc_id)
                     counts[verdict.status] += 1
                     features = prepared.featured(featurize) if verdict.status != "exact" else None
-                    pending.append(Action("update", hit["_id"], {"zhdedup": zhdedup_fields(
-                        verdict, self.layout, datetime.now(timezone.utc), features=features,
-                        words=segment(prepared.clean))}))
+                    pending.append(Action("update", hit["_id"], Stored.of(
+                        verdict, datetime.now(timezone.utc), features=features,
+                        words=segment(prepared.clean)).to_source(self.layout)))
                 at["after"] = hit["sort"]
                 if progress is not None:
                     progress(1)

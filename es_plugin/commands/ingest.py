@@ -59,6 +59,7 @@ from scrapy_zhdedup.workers import PreparePool
 
 from ..client import make_async_client
 from ..errors import CheckpointError, EsUnavailableError, IngestStopped
+from ..index.document import DOC_ID
 from ..operations import adrive
 from ..privileges import INGEST
 from ..store.deadletter import DEFAULT_NAME
@@ -357,7 +358,7 @@ async def skip_stored(items: Iterator[Prepping], client: AsyncElasticsearch, ind
 async def stored_ids(client: AsyncElasticsearch, index: str, ids: list[str], policy: RetryPolicy) -> set[str]:
     """Which of ``ids`` the index holds (one ``terms`` aggregation)."""
     unique = list(dict.fromkeys(ids))
-    aggs = {"stored": {"terms": {"field": "zhdedup.doc_id", "include": unique, "size": max(1, len(unique))}}}
+    aggs = {"stored": {"terms": {"field": DOC_ID, "include": unique, "size": max(1, len(unique))}}}
     resp = await adrive(client, policy.call(
         lambda c: c.search(index=index, size=0, ignore_unavailable=True, aggs=aggs), EsStats()))
     return {b["key"] for b in resp.get("aggregations", {}).get("stored", {}).get("buckets", [])}

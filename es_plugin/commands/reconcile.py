@@ -19,37 +19,39 @@ move is made before the first delete, so no deleted head takes that knowledge wi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from dataclasses import dataclass, field
 
 from elasticsearch import Elasticsearch
 
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
-from scrapy_zhdedup.model import rounded
+from scrapy_zhdedup.model import Features, Match, verdict_for
 from scrapy_zhdedup.similarity.rule import NearRule
 
 from ..errors import WritesRejectedError
-from ..index.template import ensure_layout, stored_features
+from ..index.document import DOC_ID, FIELD, REJOINED, SEEN_AT, Stored, cluster_update, verdict_update
+from ..index.template import ensure_layout
 from ..operations import drive
 from ..store.writer import Action, BulkWriter, describe
 from .pointintime import PointInTime
 
 PAGE = 5000
 BULK = 1000
-_FIELDS = ["zhdedup.fp", "zhdedup.sketch", "zhdedup.doc_id", "zhdedup.cluster", "zhdedup.status", "zhdedup.hash",
-           "zhdedup.passages"]
-_ORDER = [{"zhdedup.seen_at": {"order": "asc", "missing": "_last"}},
-          {"zhdedup.doc_id": {"order": "asc", "missing": "_last"}},
+_ORDER = [{SEEN_AT: {"order": "asc", "missing": "_last"}},
+          {DOC_ID: {"order": "asc", "missing": "_last"}},
           {"_shard_doc": "asc"}]
 
 
-def _scan(client: Elasticsearch, index: str, progress: Callable[[int], None] | None) -> Iterator[dict[str, Any]]:
-    """Every document's ``zhdedup`` fields in judgement order, from one point in time."""
-    body = {"size": PAGE, "_source": _FIELDS, "sort": _ORDER, "track_total_hits": False}
+def _scan(client: Elasticsearch, index: str,
+          progress: Callable[[int], None] | None) -> Iterator[tuple[str, str, Stored | None]]:
+    """Every document's ``_id``, index and ``zhdedup`` object (None if it has none) in judgement order,
+    from one point in time."""
+    body = {"size": PAGE, "_source": REJOINED, "sort": _ORDER, "track_total_hits": False}
     with PointInTime(client, index, refresh=True) as reader:  # every acknowledged write, ours of a stopped run too
         for hits in reader.pages(body):
             for hit in hits:
-                yield {"_id": hit["_id"], "_index": hit["_index"], **hit["_source"].get("zhdedup", {})}
+                source = hit["_source"]
+                yield hit["_id"], hit["_index"], Stored.from_source(source) if FIELD in source else None
             if progress is not None:
                 progress(len(hits))
 
@@ -67,10 +69,7 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
     keys = CandidateKeys.from_config(config)
     ensure_layout(client, index, keys.layout)
     writer = BulkWriter(index)
-    near = NearIndex(keys, NearRule.from_config(config))
-    row_doc: list[str] = []  # per near index row: doc_id, effective cluster, content hash
-    row_cluster: list[str] = []
-    row_hash: list[str] = []
+    rows = _Rows(NearIndex(keys, NearRule.from_config(config)))
     moved: dict[str, str] = {}  # old cluster id (its head's doc_id) -> cluster it joined
     deletes: list[Action] = []  # sent once every move is (see the module's docstring)
     clusters: set[str] = set()
@@ -82,45 +81,34 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
         if len(actions) >= BULK:
             _send(client, writer, actions, apply)
 
-    for doc in _scan(client, index, progress):
+    for _id, in_index, stored in _scan(client, index, progress):
         counts["scanned"] += 1
-        name = doc.get("doc_id") or doc["_id"]
-        stored_cluster = doc.get("cluster") or name
+        name = stored.doc_id if stored is not None and stored.doc_id else _id
+        stored_cluster = stored.cluster if stored is not None and stored.cluster else name
         cluster = moved.get(stored_cluster, stored_cluster)
-        features = stored_features(doc) if doc.get("sketch") else None
-        match = None
-        original = doc.get("status") == "unique"  # a candidate for later documents, unless marked below
-        if features is not None and original:
-            match = near.nearest(features)
-        if match is not None and row_cluster[match.row] != cluster:
+        features = stored.features() if stored is not None and stored.sketch is not None else None
+        content_hash = stored.hash if stored is not None else None
+        original = stored is not None and stored.status == "unique"  # a candidate for later documents, unless marked
+        earlier = rows.earlier(features, cluster) if features is not None and original else None
+        if earlier is not None:
             counts["pairs"] += 1
-            target = row_cluster[match.row]
-            moved[stored_cluster] = target
-            status = "exact" if row_hash[match.row] == doc.get("hash") else "near"
+            moved[stored_cluster] = earlier.cluster
             if delete:
                 counts["deleted"] += 1
-                deletes.append(Action("delete", doc["_id"], index=doc["_index"]))
+                deletes.append(Action("delete", _id, index=in_index))
                 continue
             counts["marked"] += 1
-            exact = status == "exact"
-            emit(Action("update", doc["_id"], {"zhdedup": {
-                "status": status, "dup_of": row_doc[match.row], "cluster": target, "distance": match.distance,
-                "similarity": 1.0 if exact else rounded(match.similarity),
-                "contained": 1.0 if exact else rounded(match.contained), "reason": "exact" if exact else match.reason}},
-                index=doc["_index"]))
-            cluster = target
-            original = False
+            verdict = verdict_for(name, content_hash or "", None, earlier, exact=rows.same_text(earlier, content_hash))
+            emit(Action("update", _id, verdict_update(verdict), index=in_index))
+            cluster, original = earlier.cluster, False
         elif cluster != stored_cluster:
             counts["reclustered"] += 1
-            emit(Action("update", doc["_id"], {"zhdedup": {"cluster": cluster}}, index=doc["_index"]))
+            emit(Action("update", _id, cluster_update(cluster), index=in_index))
         if cluster != name:  # a cluster named after this document (its head once) follows it
             moved[name] = cluster
         clusters.add(cluster)
         if features is not None:
-            near.add(features, original)
-            row_doc.append(doc.get("doc_id", doc["_id"]))
-            row_cluster.append(cluster)
-            row_hash.append(doc.get("hash", ""))
+            rows.add(features, original, name, cluster, content_hash or "")
     _send(client, writer, actions, apply)  # every move sent before the first delete, not in one bulk with it
     for action in deletes:
         emit(action)
@@ -129,6 +117,34 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
         client.indices.refresh(index=index)
     counts["clusters"] = len(clusters)
     return counts
+
+
+@dataclass
+class _Rows:
+    """The documents read so far with features: the near index, and per row the document's id, its
+    cluster now and its content hash."""
+
+    near: NearIndex
+    docs: list[str] = field(default_factory=list)
+    clusters: list[str] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)
+
+    def add(self, features: Features, original: bool, doc_id: str, cluster: str, content_hash: str) -> None:
+        self.near.add(features, original)
+        self.docs.append(doc_id)
+        self.clusters.append(cluster)
+        self.hashes.append(content_hash)
+
+    def earlier(self, features: Features, cluster: str) -> Match | None:
+        """The nearest earlier original, if it is in another cluster than ``cluster``."""
+        match = self.near.nearest(features)
+        if match is None or self.clusters[match.row] == cluster:
+            return None
+        return Match(self.docs[match.row], self.clusters[match.row], match.distance, match.similarity,
+                     match.contained, match.reason, row=match.row)
+
+    def same_text(self, earlier: Match, content_hash: str | None) -> bool:
+        return self.hashes[earlier.row] == content_hash
 
 
 def _send(client: Elasticsearch, writer: BulkWriter, actions: list[Action], apply: bool) -> None:

@@ -31,6 +31,7 @@ from scrapy_zhdedup.errors import BadRecordError, InputError
 from scrapy_zhdedup.workers import PreparePool
 
 from ..client import make_async_client
+from ..index.document import item_fields
 from ..privileges import REPLAY
 from ..store.backend import ElasticsearchBackend, prepare_for_index
 from ..store.deadletter import keep_only, read
@@ -50,7 +51,7 @@ def replay(path: Path, dedup: DedupConfig, es: EsConfig, *, mode: str = "annotat
 
 
 def _item(record: dict[str, Any], path: Path, line: int, text_field: str, html_field: str) -> Item:
-    document = {k: v for k, v in record["document"].items() if k != "zhdedup"}
+    document = item_fields(record["document"])
     html = document.get(html_field)
     text = document.get(text_field)
     return Item(str(record["doc_id"]), text if isinstance(text, str) else None, document, str(path), line, line,

@@ -13,24 +13,24 @@ from elasticsearch import Elasticsearch
 
 from scrapy_zhdedup.report.findings import Doc, Findings, clusters, shown_ids
 
+from ..index.document import NAMED, REPORTED, STATUS, Stored
 from .pointintime import PointInTime
 
 PAGE = 2_000  # documents per page of the first pass
 FETCH = 200  # texts per request of the second
-_FIELDS = ["zhdedup.doc_id", "zhdedup.status", "zhdedup.dup_of", "zhdedup.similarity", "zhdedup.contained",
-           "zhdedup.distance", "zhdedup.reason", "zhdedup.cluster", "zhdedup.seen_at"]
 
 
 def from_index(client: Elasticsearch, index: str, text_field: str, *, max_clusters: int) -> Findings:
     """Every judged document of ``index`` (in the order they were judged), and the texts of those shown."""
     found: list[tuple[str, str, Doc]] = []  # (seen_at, _id, doc)
-    body = {"size": PAGE, "_source": _FIELDS, "query": {"exists": {"field": "zhdedup.status"}},
+    body = {"size": PAGE, "_source": REPORTED, "query": {"exists": {"field": STATUS}},
             "sort": [{"_shard_doc": "asc"}]}
     with PointInTime(client, index) as reader:
         for hits in reader.pages(body):
             for hit in hits:
-                z = hit["_source"]["zhdedup"]
-                found.append((z.get("seen_at") or "", hit["_id"], Doc.of(z)))
+                stored = Stored.from_source(hit["_source"])
+                if stored is not None:
+                    found.append((stored.seen_at or "", hit["_id"], Doc.of(stored)))
     found.sort(key=lambda f: f[0])
     docs = [doc for _, _, doc in found]
     findings = Findings(f"Elasticsearch index {index} (texts: {text_field})", docs)
@@ -40,11 +40,12 @@ def from_index(client: Elasticsearch, index: str, text_field: str, *, max_cluste
     wanted = shown_ids(clusters(docs), max_clusters)
     ids = [_id for _, _id, doc in found if doc.doc_id in wanted]
     for start in range(0, len(ids), FETCH):
-        response = client.mget(index=index, ids=ids[start : start + FETCH], source_includes=[text_field, "zhdedup.doc_id"])
+        response = client.mget(index=index, ids=ids[start : start + FETCH], source_includes=[text_field, *NAMED])
         for got in response["docs"]:
             text = _field(got.get("_source") or {}, text_field)
-            if got.get("found") and isinstance(text, str):
-                findings.texts[got["_source"]["zhdedup"]["doc_id"]] = text
+            stored = Stored.from_source(got["_source"]) if got.get("found") else None
+            if stored is not None and isinstance(text, str):
+                findings.texts[stored.doc_id] = text
     return findings
 
 

@@ -45,14 +45,12 @@ from scrapy_zhdedup.errors import ConfigError, ZhDedupError
 
 from ..errors import EsIndexError, EsRequestError
 from ..index.chinese import DEFAULT_SEARCH, SearchText
+from ..index.document import CLUSTER, FIELD, SEEN_AT, SHOWN, STATUS, VERDICT, Stored, item_fields
 from .pointintime import PointInTime
 
-CLUSTER_FIELD = "zhdedup.cluster"
 FOLDED = "folded"  # name of the inner_hits block
 ORIGINAL = "original"  # the inner_hits block that finds the group's original
 MAX_PRECISION = 40_000  # the largest precision_threshold Elasticsearch accepts
-_ZHDEDUP_SOURCE = ["zhdedup.doc_id", "zhdedup.status", "zhdedup.dup_of", "zhdedup.distance", "zhdedup.similarity",
-                   "zhdedup.contained", "zhdedup.reason", "zhdedup.cluster"]
 
 
 def default_fields(search: SearchText = DEFAULT_SEARCH) -> tuple[str, str]:
@@ -88,26 +86,26 @@ def folded_query_body(query: str | Mapping[str, Any], *, page: int = 1, size: in
     if inner_hits < 0:
         raise ConfigError("inner_hits must be >= 0")
     fields = default_fields(search) if fields is None else fields
-    source = [*fields, *_ZHDEDUP_SOURCE]
+    source = [*fields, *SHOWN]
     return {
         "query": query_clause(query, fields, search),
         "collapse": {
-            "field": CLUSTER_FIELD,
+            "field": CLUSTER,
             "inner_hits": [
                 # +1: the group's top hit is among its inner hits and is left out of the duplicates
                 {"name": FOLDED, "size": inner_hits + 1 if inner_hits else 0, "_source": source if inner_hits else False},
                 # "unique" sorts after "near" and "exact": the original, if it matches, else a repeat
                 {"name": ORIGINAL, "size": 1, "_source": source,
-                 "sort": [{"zhdedup.status": {"order": "desc", "unmapped_type": "keyword"}},
-                          {"zhdedup.seen_at": {"order": "asc", "unmapped_type": "date"}}]},
+                 "sort": [{STATUS: {"order": "desc", "unmapped_type": "keyword"}},
+                          {SEEN_AT: {"order": "asc", "unmapped_type": "date"}}]},
             ],
         },
-        "sort": ["_score", {CLUSTER_FIELD: "asc"}],
+        "sort": ["_score", {CLUSTER: "asc"}],
         "from": (page - 1) * size,
         "size": size,
         "_source": source,
         "track_total_hits": True,
-        "aggs": {"groups": {"cardinality": {"field": CLUSTER_FIELD, "precision_threshold": MAX_PRECISION}}},
+        "aggs": {"groups": {"cardinality": {"field": CLUSTER, "precision_threshold": MAX_PRECISION}}},
     }
 
 
@@ -149,7 +147,7 @@ def iter_folded(client: Elasticsearch, index: str, query: str | Mapping[str, Any
     """
     body = folded_query_body(query, size=batch, fields=fields, search=search)
     del body["from"], body["aggs"]
-    body["sort"] = [{CLUSTER_FIELD: "asc"}]
+    body["sort"] = [{CLUSTER: "asc"}]
     body["track_total_hits"] = False
     try:
         with PointInTime(client, index, keep_alive=keep_alive) as reader:
@@ -178,13 +176,10 @@ def _group(hit: dict[str, Any], inner_hits: int) -> dict[str, Any]:
 
 
 def _doc(hit: dict[str, Any]) -> dict[str, Any]:
-    source = dict(hit.get("_source") or {})
-    meta = source.pop("zhdedup", {}) or {}
-    return {"id": hit["_id"], "doc_id": meta.get("doc_id"), "cluster": meta.get("cluster"),
-            "status": meta.get("status"), "dup_of": meta.get("dup_of"), "distance": meta.get("distance"),
-            "similarity": meta.get("similarity"), "contained": meta.get("contained"), "reason": meta.get("reason"),
-            "score": hit.get("_score"),
-            "source": source}
+    source = hit.get("_source") or {}
+    stored = Stored.from_source(source) if source.get(FIELD) else None  # none: not deduplicated yet
+    return {"id": hit["_id"], **{name: getattr(stored, name, None) for name in VERDICT}, "score": hit.get("_score"),
+            "source": item_fields(source)}
 
 
 def _search_error(exc: ApiError, index: str) -> ZhDedupError:

@@ -23,9 +23,10 @@ from scrapy_zhdedup.errors import ConfigError
 from scrapy_zhdedup.similarity.words import HAS_WORD, cut
 from scrapy_zhdedup.text.clean import TextCleaner
 
-WORDS_FIELD = "zhdedup.words"
+from .document import FIELD, WORDS
+
 _ANALYZERS: dict[str, dict[str, str]] = {
-    "jieba": {},  # the standard analyzer on the text itself; words are searched through WORDS_FIELD
+    "jieba": {},  # the standard analyzer on the text itself; words are searched through WORDS
     "smartcn": {"analyzer": "smartcn"},
     "ik": {"analyzer": "ik_max_word", "search_analyzer": "ik_smart"},
 }
@@ -50,8 +51,8 @@ class SearchText:
     def __post_init__(self) -> None:
         if self.analysis not in _ANALYZERS:
             raise ConfigError(f"unknown analysis {self.analysis!r}: use one of {', '.join(_ANALYZERS)}")
-        if self.text_field == "zhdedup" or self.text_field.startswith("zhdedup."):
-            raise ConfigError("the text field may not be inside 'zhdedup': scrapy-zhdedup owns that field")
+        if self.text_field == FIELD or self.text_field.startswith(f"{FIELD}."):
+            raise ConfigError(f"the text field may not be inside {FIELD!r}: scrapy-zhdedup owns that field")
 
     @property
     def segments(self) -> bool:
@@ -69,7 +70,7 @@ class SearchText:
 
     def searched(self, fields: Sequence[str]) -> list[str]:
         """The fields a query runs on: with ``jieba`` the text field is searched through its words."""
-        return [WORDS_FIELD if self.segments and f == self.text_field else f for f in fields]
+        return [WORDS if self.segments and f == self.text_field else f for f in fields]
 
     def query_text(self, query: str, cleaner: TextCleaner | None = None) -> str:
         """A typed query as the index holds what it searches: with ``jieba`` normalised (width, traditional

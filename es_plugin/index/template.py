@@ -15,11 +15,8 @@ driver, so the ``es`` CLI (sync client) and the backend (async client) share eve
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
-from collections.abc import Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch, NotFoundError
@@ -27,12 +24,11 @@ from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch, No
 from scrapy_zhdedup import __version__
 from scrapy_zhdedup.errors import ConfigError, LayoutMismatchError, ZhDedupError
 from scrapy_zhdedup.index.bands import BandLayout
-from scrapy_zhdedup.model import Features, Sketch, Verdict
-from scrapy_zhdedup.similarity.sketch import features_of
 
 from ..errors import EsIndexError
 from ..operations import Steps, adrive, drive
 from .chinese import DEFAULT_SEARCH, SearchText
+from .document import CLUSTER, FIELD, STATUS, dedup_properties
 
 TEMPLATE_VERSION = 4  # 4: directed verdicts (contained, reason); 3: MinHash sketch and its keys; 2: Chinese search
 PRIORITY = 500  # above the usual catch-all templates, so ours is the one applied to the index
@@ -40,34 +36,6 @@ PRIORITY = 500  # above the usual catch-all templates, so ours is the one applie
 
 def template_name(index: str) -> str:
     return f"zhdedup-{index}"
-
-
-def dedup_properties(layout: BandLayout) -> dict[str, Any]:
-    """Mapping of the ``zhdedup`` object.  ``dynamic: strict`` turns a stray field into a visible error.
-
-    Band, sketch-key (``mh``) and passage fields are only term-queried, so they keep no doc values;
-    ``fp`` and ``sketch`` (the MinHash sketch that verifies a candidate) are only read back from
-    ``_source``, so they are not indexed; ``cluster`` keeps doc values for ``collapse``; ``words`` is
-    the text as jieba words (chinese.py), split on spaces only.
-    """
-    keyword = {"type": "keyword"}
-    props: dict[str, Any] = {
-        "fp": {"type": "keyword", "index": False},
-        "hash": keyword, "doc_id": keyword, "status": keyword, "dup_of": keyword, "cluster": keyword,
-        "distance": {"type": "integer"},
-        "similarity": {"type": "half_float", "index": False},
-        "contained": {"type": "half_float", "index": False},
-        "reason": keyword,
-        "seen_at": {"type": "date"},
-        "version": keyword,
-        "sketch": {"type": "binary"},
-        "mh": {"type": "keyword", "doc_values": False},
-        "passages": {"type": "keyword", "doc_values": False},
-        "words": {"type": "text", "analyzer": "whitespace"},
-    }
-    for name in layout.field_names:
-        props[name] = {"type": "keyword", "doc_values": False}
-    return {"zhdedup": {"dynamic": "strict", "properties": props}}
 
 
 def _meta(layout: BandLayout, fingerprint: dict[str, Any] | None) -> dict[str, Any]:
@@ -95,7 +63,7 @@ def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any
     The template's ``_meta`` carries a digest of the body
     so :func:`install` can tell an unchanged template without comparing ES's normalised echo of it.
     """
-    if "zhdedup" in (user_properties or {}):
+    if FIELD in (user_properties or {}):
         raise ConfigError("user mapping may not define 'zhdedup': scrapy-zhdedup owns that field")
     body: dict[str, Any] = {
         "index_patterns": [index],
@@ -113,59 +81,6 @@ def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any
     return body
 
 
-def sketch_terms(keys: Sequence[int]) -> list[str]:
-    """The sketch keys as stored in ``zhdedup.mh``."""
-    return [format(key, "08x") for key in keys]
-
-
-def sketch_field(summary: Sketch) -> str:
-    """The sketch as stored in ``zhdedup.sketch`` (a ``binary`` field: base64)."""
-    return base64.b64encode(summary.to_bytes()).decode("ascii")
-
-
-def stored_sketch(z: dict[str, Any]) -> Sketch:
-    """The sketch of a stored ``zhdedup`` object (the inverse of :func:`sketch_field`)."""
-    return Sketch.from_bytes(base64.b64decode(z["sketch"]))
-
-
-def zhdedup_fields(verdict: Verdict, layout: BandLayout, seen_at: datetime, *,
-                   features: Features | None = None, words: str | None = None) -> dict[str, Any]:
-    """The ``zhdedup`` sub-document for ``verdict``; ``features`` are what later near lookups find
-    and verify it by (``lookups.query_features``), ``words`` its text segmented for search (chinese.py).
-
-    Exact repeats have no features (they are never computed), so they get no key fields either:
-    they are found by their hash, and leaving them out of the keys keeps a much-reposted text
-    from swelling every later lookup's candidate list.
-    """
-    if seen_at.tzinfo is None:
-        seen_at = seen_at.replace(tzinfo=timezone.utc)
-    out: dict[str, Any] = {
-        "hash": verdict.content_hash, "doc_id": verdict.doc_id, "status": verdict.status,
-        "dup_of": verdict.dup_of, "cluster": verdict.cluster, "distance": verdict.distance,
-        "similarity": verdict.similarity, "contained": verdict.contained, "reason": verdict.reason,
-        "seen_at": seen_at.isoformat(timespec="milliseconds"), "version": __version__,
-    }
-    if verdict.fingerprint is not None:
-        out["fp"] = format(verdict.fingerprint, "016x")
-    if features is not None:
-        out.update(layout.terms(features.fingerprint))
-        out["sketch"] = sketch_field(features.sketch)
-        out["mh"] = sketch_terms(features.sketch_keys)
-        if features.passages:
-            out["passages"] = [format(key, "08x") for key in features.passages]
-    if words:
-        out["words"] = words
-    return out
-
-
-def stored_features(z: dict[str, Any], passages: list[int] | None = None) -> Features:
-    """The features of a stored ``zhdedup`` object (the inverse of :func:`zhdedup_fields`); its passage
-    keys are given (re-derived from the text) or read back.  KeyError/ValueError if it has none."""
-    if passages is None:
-        passages = [int(key, 16) for key in z.get("passages", ())]
-    return features_of(int(z["fp"], 16), passages, stored_sketch(z))
-
-
 # --- checks on an existing index ---------------------------------------------------------------------
 
 
@@ -178,7 +93,7 @@ def check_mappings(index: str, mappings: dict[str, Any], layout: BandLayout,
     """Raise unless every concrete index in a ``GET _mapping`` answer fits ``layout`` (and ``fingerprint``)."""
     for concrete, entry in sorted(mappings.items()):
         mapping = entry.get("mappings", {})
-        field = mapping.get("properties", {}).get("zhdedup")
+        field = mapping.get("properties", {}).get(FIELD)
         if field is not None and ("properties" not in field or field.get("type", "object") != "object"):
             raise EsIndexError(
                 f"index {concrete!r}: field 'zhdedup' is mapped as {field.get('type', 'a non-object')!r}, which "
@@ -219,7 +134,7 @@ def check_mappings(index: str, mappings: dict[str, Any], layout: BandLayout,
                     f"documents would silently stop matching. Use the index's settings (ZHDEDUP_<NAME> / --<name>), "
                     f"or point ZHDEDUP_ES_INDEX (--index) at a new index for the new settings.")
         actual = field["properties"] if field else {}
-        expected = dedup_properties(layout)["zhdedup"]["properties"]
+        expected = dedup_properties(layout)[FIELD]["properties"]
         wrong = [f"zhdedup.{name} is {actual.get(name, {}).get('type', 'missing')} (needs {spec['type']})"
                  for name, spec in expected.items() if actual.get(name, {}).get("type") != spec["type"]
                  and not (name == "words" and name not in actual)]  # template 1 had none: `es install` adds it
@@ -268,7 +183,7 @@ def _read_meta(index: str) -> Steps:
 
 def _user_properties(template: dict[str, Any]) -> dict[str, Any]:
     props = template.get("template", {}).get("mappings", {}).get("properties", {})
-    return {name: spec for name, spec in props.items() if name != "zhdedup"}
+    return {name: spec for name, spec in props.items() if name != FIELD}
 
 
 def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | None, shards: int,
@@ -344,8 +259,8 @@ def _status(index: str, layout: BandLayout | None) -> Steps:
     count = yield lambda c: c.count(index=index)
     out["docs"] = count.body["count"]
     aggs = yield lambda c: c.search(index=index, size=0, aggs={
-        "clusters": {"cardinality": {"field": "zhdedup.cluster"}},
-        "statuses": {"terms": {"field": "zhdedup.status"}},
+        "clusters": {"cardinality": {"field": CLUSTER}},
+        "statuses": {"terms": {"field": STATUS}},
     })
     out["clusters"] = aggs.body["aggregations"]["clusters"]["value"]
     out["statuses"] = {b["key"]: b["doc_count"] for b in aggs.body["aggregations"]["statuses"]["buckets"]}

@@ -8,7 +8,9 @@ judgement in flight could still need them, so nothing falls between "in the loca
 "visible to search".  Batches are written one at a time, in order, by one task, so visibility
 advances batch by batch; a full batch, or the flush interval, seals the open one.
 
-The writer task never dies silently: if ``write`` raises (the dead-letter file cannot be written:
+The writer task is given a :class:`BatchSink` (batchwriter.py) at :meth:`BulkBuffer.start`: it writes a
+batch and returns what must be written next (a 409's resolution), which the buffer enqueues itself.
+The writer task never dies silently: if the sink raises (the dead-letter file cannot be written:
 the documents can go nowhere), the task stops and every later ``backpressure``, ``flush`` and
 ``raise_if_failed`` raises that error, instead of waiting forever for a writer that is gone.
 """
@@ -17,10 +19,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from scrapy_zhdedup.errors import StoreFailedError, ZhDedupError
 from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
@@ -35,6 +37,7 @@ MAX_SEALED = 2  # full batches waiting for the writer before judgements wait (ba
 # (5-15 MB) whatever the pages' size, far below the node's 100 MB limit (http.max_content_length).
 MAX_BULK_BYTES = 16 << 20
 PENDING_AGE = 1  # age rank of a buffered document: younger than anything Elasticsearch holds (rank 0)
+Pending = tuple[str, Match, Features, bool]  # content hash, match, features, whether a cluster's original
 
 
 @dataclass
@@ -60,16 +63,21 @@ class PendingBatch:
         self.rows.append(own)
 
 
+class BatchSink(Protocol):
+    async def write(self, batch: PendingBatch) -> list[Action]:
+        """Send one sealed batch and dead-letter what fails; returns the actions to write next.  If it
+        raises, writing stops."""
+        ...
+
+
 class BulkBuffer:
     def __init__(self, keys: CandidateKeys, rule: NearRule, *, bulk_size: int,
-                 flush_interval: float, write: Callable[[PendingBatch], Awaitable[None]],
-                 journal: Journal | None = None) -> None:
-        """``write(batch)`` sends one sealed batch and dead-letters what fails; if it raises, writing stops.
-        ``journal`` keeps every action on disk until its batch is written (journal.py)."""
+                 flush_interval: float, journal: Journal | None = None) -> None:
+        """``journal`` keeps every action on disk until its batch is written (journal.py)."""
         self.keys, self.rule = keys, rule
         self.journal = journal
         self.bulk_size, self.flush_interval = bulk_size, flush_interval
-        self._write = write
+        self._sink: BatchSink | None = None
         self.batches: deque[PendingBatch] = deque([self._batch(0)])  # oldest kept .. open
         self._sealed: deque[PendingBatch] = deque()
         self._visible_upto = 0  # batches with seq below this are visible to every new lookup
@@ -128,7 +136,7 @@ class BulkBuffer:
 
     # -- filling and writing ---------------------------------------------------------------------------
 
-    def enqueue(self, action: Action, pending: tuple[str, Match, Features, bool] | None = None) -> None:
+    def enqueue(self, action: Action, pending: Pending | None = None) -> None:
         """Add ``action`` to the open batch, and ``pending`` (its content hash, match, features and whether
         it is a cluster's original) to that batch's local index.  An action that would take a batch with
         others past ``MAX_BULK_BYTES``
@@ -180,7 +188,9 @@ class BulkBuffer:
             kind = type(self._failure) if isinstance(self._failure, ZhDedupError) else StoreFailedError
             raise kind(f"{self._failure}; {unwritten} more judged document(s) not stored") from self._failure
 
-    def start(self) -> None:
+    def start(self, sink: BatchSink) -> None:
+        """Start writing sealed batches to ``sink``, and sealing the open one every ``flush_interval``."""
+        self._sink = sink
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._writer()), loop.create_task(self._timer())]
 
@@ -195,15 +205,17 @@ class BulkBuffer:
             self.seal()
 
     async def _writer(self) -> None:
-        """Writes sealed batches in order.  Whatever ends it (``write`` raising, or a bug anywhere here)
+        """Writes sealed batches in order.  Whatever ends it (the sink raising, or a bug anywhere here)
         becomes ``_failure`` for every waiter: a task that died silently would leave them waiting forever."""
+        assert self._sink is not None
         try:
             while True:
                 await self._wake.wait()
                 self._wake.clear()
                 while self._sealed:
                     batch = self._sealed[0]
-                    await self._write(batch)
+                    for action in await self._sink.write(batch):
+                        self.enqueue(action)
                     batch.done = True
                     self._visible_upto = batch.seq + 1
                     self._sealed.popleft()

@@ -26,6 +26,7 @@ from typing import IO, Any
 from scrapy_zhdedup.store.files import atomic_write
 
 from ..errors import DeadLetterError
+from ..index.document import named
 from .retry import retryable
 from .stats import EsStats
 from .writer import Action, describe
@@ -83,7 +84,7 @@ class DeadLetters:
                error: Exception | dict[str, Any]) -> dict[str, Any]:
         status, reason = describe(error)
         if doc_id is None:
-            doc_id = document.get("zhdedup", {}).get("doc_id")
+            doc_id = named(document)
         return {
             "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "index": self.index,
             "stage": stage, "op": action.op if action else None, "_id": action.id if action else None,

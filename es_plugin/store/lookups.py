@@ -1,34 +1,43 @@
-"""What the backend asks Elasticsearch, and the store :func:`~scrapy_zhdedup.judge.judge` sees.
+"""What the backend asks Elasticsearch: :class:`EsLookups`, the realtime ``GET`` of ``_id = content
+hash`` (exact repeats, flushed by any writer, refreshed or not) and the near search (``bool/should``
+over the sketch keys, and the SimHash band and passage keys when in use: the keys of nearindex.py as
+keyword fields; first an unranked ``terms`` search, which answers most texts at a fraction of the
+cost), among cluster originals only (``zhdedup.status: unique``, as nearindex.py keys only
+originals), each hit verified on its stored sketch by the shared
+:meth:`~scrapy_zhdedup.similarity.rule.NearRule.accept`.
+What a judgement makes of the answers is judging.py's (``EsAnswers``).
 
-* :class:`EsLookups`: the realtime ``GET`` of ``_id = content hash`` (exact repeats, flushed by any
-  writer, refreshed or not) and the near search (``bool/should`` over the sketch keys, and the
-  SimHash band and passage keys when in use: the keys of nearindex.py as keyword fields; first an
-  unranked ``terms`` search, which answers most texts at a fraction of the cost), among cluster
-  originals only (``zhdedup.status: unique``, as nearindex.py keys only originals), each hit verified
-  on its stored sketch by the shared :meth:`~scrapy_zhdedup.similarity.rule.NearRule.accept`.
-* :class:`EsAnswers`: the :class:`~scrapy_zhdedup.judge.Store` of one judgement: Elasticsearch's
-  answers plus the batches of this process that searches cannot see yet (buffer.py); ``remember``
-  hands the verdict back to the backend to enqueue.
+What they read of the stored ``zhdedup`` objects, and how they decode it, is document.py's.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from scrapy_zhdedup.index.nearindex import CandidateKeys
-from scrapy_zhdedup.model import Features, Match, Prepared, Verdict
+from scrapy_zhdedup.model import Features, Match
 from scrapy_zhdedup.similarity.passages import votes_needed
 from scrapy_zhdedup.similarity.rule import NearRule, closest
 
 from ..errors import LookupItemError
-from ..index.template import sketch_terms, stored_sketch
+from ..index.document import (
+    CANDIDATE,
+    CANDIDATE_KEYS,
+    FIRST_COPY,
+    PASSAGES,
+    SKETCH_KEYS,
+    STATUS,
+    Stored,
+    passage_terms,
+    path,
+    sketch_terms,
+)
 from ..operations import Call, Steps
-from .buffer import BulkBuffer
 from .retry import RETRY_STATUSES, RetryPolicy
 from .stats import EsStats
 
@@ -38,12 +47,7 @@ from .stats import EsStats
 SEARCH_PAGE = 10
 MAX_QUERY_PASSAGES = 512  # passage keys used per document: bounded bool clauses (max_clause_count)
 MAX_RESULT_WINDOW = 10_000  # Elasticsearch's default cap on from + size
-_SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.fp", "zhdedup.sketch", "zhdedup.seen_at"]
-_ALL_SOURCE = [*_SOURCE, "zhdedup.mh"]  # the keys too, to order an unranked search's hits as the ranked one would
-_EXACT_SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.status", "zhdedup.dup_of", "zhdedup.distance",
-                 "zhdedup.similarity", "zhdedup.contained", "zhdedup.reason", "zhdedup.hash",
-                 "zhdedup.fp"]  # the first copy and its own verdict (for a rerun of it)
-ORIGINALS = {"term": {"zhdedup.status": "unique"}}  # near candidates: a cluster's original only (nearindex.py)
+ORIGINALS = {"term": {STATUS: "unique"}}  # near candidates: a cluster's original only (nearindex.py)
 # The unranked search is tried while fewer than this share of recent texts had a page of candidates
 # or more; each batch moves the share by CROWDED_WEIGHT of the difference (about the last ten batches).
 MAX_CROWDED = 0.5
@@ -62,12 +66,12 @@ def near_query(keys: CandidateKeys, features: Features) -> dict[str, Any]:
     """Candidates (nearindex.py's keys): originals with a shared sketch key, a shared SimHash band key
     (when on), or enough shared passages; score = number of shared keys, so the likeliest pairs come
     first."""
-    clauses = [_shared([("zhdedup.mh", key) for key in sketch_terms(features.sketch_keys)])]
+    clauses = [_shared([(SKETCH_KEYS, key) for key in sketch_terms(features.sketch_keys)])]
     if keys.simhash_bands:
         terms = keys.layout.terms(features.fingerprint).items()
-        clauses.append(_shared([(f"zhdedup.{name}", value) for name, value in terms]))
+        clauses.append(_shared([(path(name), value) for name, value in terms]))
     if features.passages:
-        passages = [("zhdedup.passages", format(key, "08x")) for key in features.passages]
+        passages = [(PASSAGES, key) for key in passage_terms(features.passages)]
         clauses.append(_shared(passages, votes_needed(len(passages), keys.passage_share)))
     return {"bool": {"should": clauses, "minimum_should_match": 1, "filter": [ORIGINALS]}}
 
@@ -93,14 +97,14 @@ class EsLookups:
             return []
         self.stats.inc("lookups")
         response = yield from self.policy.call(
-            lambda c: c.mget(index=self.index, ids=list(digests), source_includes=_EXACT_SOURCE, realtime=True),
+            lambda c: c.mget(index=self.index, ids=list(digests), source_includes=FIRST_COPY, realtime=True),
             self.stats)
         found = []
         for doc in response["docs"]:
             if "error" in doc:
                 raise LookupItemError(doc["error"])
-            z = doc["_source"]["zhdedup"] if doc.get("found") else None
-            found.append(None if z is None else Match(z["doc_id"], z["cluster"], 0, verdict=_stored_verdict(z)))
+            first = Stored.from_source(doc["_source"]) if doc.get("found") else None
+            found.append(None if first is None else Match(first.doc_id, first.cluster, 0, verdict=first.verdict()))
         return found
 
     def near(self, features: Sequence[Features]) -> Steps:
@@ -129,12 +133,12 @@ class EsLookups:
             searches: list[dict[str, Any]] = []
             for i in pending:
                 searches += [{"index": self.index}, {
-                    "query": queries[i], "size": size, "from": offset, "_source": _SOURCE,
+                    "query": queries[i], "size": size, "from": offset, "_source": CANDIDATE,
                     "track_total_hits": False}]
             response = yield from self.policy.call(_msearch(searches), self.stats, _answered)
             unresolved, full = [], 0
             for i, result in zip(pending, response["responses"]):
-                hits = _hits(result)
+                hits = _candidates(result)
                 full += len(hits) == size
                 answers[i] = self._accept(hits, features[i])
                 if answers[i] is None and len(hits) == size:
@@ -164,12 +168,12 @@ class EsLookups:
         searches: list[dict[str, Any]] = []
         for keys in terms:
             searches += [{"index": self.index}, {
-                "query": {"bool": {"filter": [{"terms": {"zhdedup.mh": keys}}, ORIGINALS]}}, "size": SEARCH_PAGE + 1,
-                "_source": _ALL_SOURCE, "track_total_hits": False}]
+                "query": {"bool": {"filter": [{"terms": {SKETCH_KEYS: keys}}, ORIGINALS]}}, "size": SEARCH_PAGE + 1,
+                "_source": CANDIDATE_KEYS, "track_total_hits": False}]
         response = yield from self.policy.call(_msearch(searches), self.stats, _answered)
         more = []
         for i, (keys, result) in enumerate(zip(terms, response["responses"])):
-            hits = _hits(result)
+            hits = _candidates(result)
             if len(hits) > SEARCH_PAGE:
                 more.append(i)
                 continue
@@ -177,16 +181,14 @@ class EsLookups:
             answers[i] = self._accept(hits, features[i])
         return more
 
-    def _accept(self, hits: list[dict[str, Any]], features: Features) -> Match | None:
-        stored = [hit["_source"]["zhdedup"] for hit in hits]
-        stored = [z for z in stored if "sketch" in z]
+    def _accept(self, hits: list[Stored], features: Features) -> Match | None:
+        stored = [(hit, hit.sketch, hit.fp) for hit in hits if hit.sketch is not None and hit.fp is not None]
         if not stored:
             return None
-        sketches = [stored_sketch(z) for z in stored]
-        accepted = self.rule.accept(features, np.stack([s.values for s in sketches]),
-                                    np.array([s.shingles for s in sketches]), [int(z["fp"], 16) for z in stored])
-        return closest((a.similarity, (FLUSHED_AGE, stored[a.position].get("seen_at", "")),
-                        Match(stored[a.position]["doc_id"], stored[a.position]["cluster"], a.distance, a.similarity,
+        accepted = self.rule.accept(features, np.stack([sketch.values for _, sketch, _ in stored]),
+                                    np.array([sketch.shingles for _, sketch, _ in stored]), [fp for _, _, fp in stored])
+        return closest((a.similarity, (FLUSHED_AGE, stored[a.position][0].seen_at or ""),
+                        Match(stored[a.position][0].doc_id, stored[a.position][0].cluster, a.distance, a.similarity,
                               a.contained, a.reason)) for a in accepted)
 
 
@@ -198,56 +200,24 @@ def _answered(response: Any) -> bool:
                    for result in response["responses"])
 
 
-def _hits(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The hits of one ``_msearch`` answer; raises the error it holds instead, or a shard's failure."""
+def _candidates(result: dict[str, Any]) -> list[Stored]:
+    """The hits of one ``_msearch`` answer (originals: each has its object); raises the error it holds
+    instead, or a shard's failure."""
     if "error" in result:
         raise LookupItemError(result["error"], result.get("status"))
     if result.get("_shards", {}).get("failed"):
         raise LookupItemError(result["_shards"].get("failures"), 503)
-    hits: list[dict[str, Any]] = result["hits"]["hits"]
-    return hits
+    return [stored for hit in result["hits"]["hits"] if (stored := Stored.from_source(hit["_source"])) is not None]
 
 
-def _shared_keys(keys: list[str], hit: dict[str, Any]) -> int:
+def _shared_keys(keys: list[str], hit: Stored) -> int:
     """The ranked search's score of ``hit``: one per query key it holds."""
-    held = set(hit["_source"]["zhdedup"].get("mh", ()))
+    held = set(hit.mh)
     return sum(key in held for key in keys)
 
 
 def _msearch(searches: list[dict[str, Any]]) -> Call:
     return lambda client: client.msearch(searches=searches)
-
-
-@dataclass
-class EsAnswers:
-    """The :class:`~scrapy_zhdedup.judge.Store` of one judgement: what Elasticsearch answered when the
-    lookups ran, plus the pending batches as they are now (an equal or near text may have been
-    buffered meanwhile)."""
-
-    flushed_exact: Match | None
-    flushed_near: Match | None
-    buffer: BulkBuffer
-    since: int  # first batch the Elasticsearch lookups could not see
-    on_verdict: Callable[[Prepared, Verdict], None]
-
-    def find_exact(self, digest: str) -> Match | None:
-        return self.flushed_exact or self.buffer.exact(digest)
-
-    def find_near(self, features: Features, exclude: str | None = None) -> Match | None:
-        """``exclude`` is never given here: :meth:`previous` knows no earlier verdicts."""
-        flushed = [] if self.flushed_near is None else [
-            (self.flushed_near.similarity, (FLUSHED_AGE,), self.flushed_near)]
-        return closest([*flushed, *self.buffer.near(query_features(features), self.since)])
-
-    def previous(self, doc_id: str) -> Verdict | None:
-        """The stored verdict when Elasticsearch holds this very text under this id (a crawl or an input
-        judged again); a changed text under a known id is not recognised here (``es ingest`` skips ids
-        already stored)."""
-        exact = self.flushed_exact
-        return exact.verdict if exact is not None and exact.doc_id == doc_id else None
-
-    def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
-        self.on_verdict(prepared, verdict)
 
 
 def query_features(features: Features) -> Features:
@@ -259,11 +229,3 @@ def query_passages(passages: Sequence[int]) -> list[int]:
     """The passage keys that stand for a document on Elasticsearch (bounded clause count)."""
     return list(passages[:MAX_QUERY_PASSAGES])
 
-
-def _stored_verdict(z: dict[str, Any]) -> Verdict | None:
-    """The verdict recorded in a stored ``zhdedup`` object (None for one written before it was kept)."""
-    if "status" not in z or "hash" not in z:
-        return None
-    return Verdict(z["doc_id"], z["status"], z.get("dup_of"), z.get("distance"), z["cluster"], z["hash"],
-                   int(z["fp"], 16) if z.get("fp") else None, similarity=z.get("similarity"),
-                   contained=z.get("contained"), reason=z.get("reason"))

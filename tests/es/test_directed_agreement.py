@@ -17,7 +17,8 @@ from es_plugin.commands.dedup_index import dedup_index
 from es_plugin.commands.ingest import ingest
 from es_plugin.commands.reconcile import reconcile
 from es_plugin.commands.replay import replay
-from es_plugin.index.template import install, zhdedup_fields
+from es_plugin.index.document import Stored
+from es_plugin.index.template import install
 from scrapy_zhdedup import DedupConfig, Deduper, Verdict
 from scrapy_zhdedup.config import EsConfig
 from scrapy_zhdedup.index.bands import BandLayout
@@ -137,8 +138,8 @@ def test_es_reconcile_of_writers_that_saw_nothing(es_client: Elasticsearch, inde
         prepared = fingerprinter.prepare(doc_id, text=text)
         features = fingerprinter.features(prepared.clean)
         unique = Verdict(doc_id, "unique", None, None, doc_id, prepared.digest, features.fingerprint)
-        fields = zhdedup_fields(unique, BandLayout.from_config(DEDUP), start + timedelta(seconds=n), features=features)
-        ops += [{"create": {"_index": index, "_id": doc_id}}, {"zhdedup": fields}]
+        source = Stored.of(unique, start + timedelta(seconds=n), features=features).to_source(BandLayout.from_config(DEDUP))
+        ops += [{"create": {"_index": index, "_id": doc_id}}, source]
     assert not es_client.bulk(operations=ops, refresh=True)["errors"]
     reconcile(es_client, index, DEDUP)
     assert stored(es_client, index) == expected

@@ -16,7 +16,8 @@ from elasticsearch import Elasticsearch
 from corpora.corpus import normalize
 from corpora.reposts import add_header_footer, combo, edit_chars
 from es_plugin.index.chinese import SearchText, segment
-from es_plugin.store.backend import ElasticsearchBackend, hand_on
+from es_plugin.store.backend import ElasticsearchBackend
+from es_plugin.store.judging import Turns
 from es_plugin.store.lookups import EsLookups, repeat_id
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
@@ -254,17 +255,16 @@ async def test_overlapping_lookup_batches_decide_in_arrival_order(es_url: str, i
 async def test_a_batch_that_decided_nothing_hands_the_turn_on_after_the_one_before() -> None:
     """A batch whose lookups failed (or that was cancelled) decides nothing, but the batch after it must
     still wait for every earlier batch still in flight, not just for it."""
-    loop = asyncio.get_running_loop()
-    in_flight, failed = loop.create_future(), loop.create_future()
-    hand_on(in_flight, failed)
+    turns = Turns()
+    in_flight, failed, last = turns.take(), turns.take(), turns.take()
+    turns.done(failed)
+    waiting = asyncio.ensure_future(turns.wait(last))
     await asyncio.sleep(0)
-    assert not failed.done()
-    in_flight.set_result(None)
+    assert not waiting.done()
+    turns.done(in_flight)
     await asyncio.sleep(0)
-    assert failed.done()
-    first = loop.create_future()
-    hand_on(None, first)
-    assert first.done()
+    assert waiting.done()
+    await turns.wait(last)  # its turn: no wait
 
 
 @pytest.mark.parametrize("bulk_size", [1000, 3])

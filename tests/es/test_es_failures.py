@@ -21,7 +21,8 @@ from es_plugin.client import check_reachable, make_client
 from es_plugin.errors import EsUnavailableError, LookupItemError
 from es_plugin.index.template import install
 from es_plugin.operations import drive
-from es_plugin.store.backend import ElasticsearchBackend, bulk_parts
+from es_plugin.store.backend import ElasticsearchBackend
+from es_plugin.store.batchwriter import bulk_parts
 from es_plugin.store.lookups import EsLookups
 from es_plugin.store.retry import RetryPolicy
 from es_plugin.store.stats import EsStats
@@ -182,7 +183,7 @@ async def test_a_bulk_sent_in_two_parts_through_an_outage_loses_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Both requests of a split batch meet a dead node, then one item is rejected for good: the rest is
     stored once, the rejected one is dead-lettered, nothing is lost."""
-    monkeypatch.setattr("es_plugin.store.backend.MIN_BULK_PART", 1)  # a batch of two or more goes in two requests
+    monkeypatch.setattr("es_plugin.store.batchwriter.MIN_BULK_PART", 1)  # a batch of two or more goes in two requests
     digests = [content_hash(TextCleaner().clean(text=t)) for t in TEXTS]
     assert len(bulk_parts([Action("create", d) for d in digests])) == 2
     install(es_client, index, BandLayout.from_config(DEDUP), {"price": {"type": "integer"}})

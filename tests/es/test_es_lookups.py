@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from elasticsearch import Elasticsearch
 
-from es_plugin.index.template import install, zhdedup_fields
+from es_plugin.index.document import Stored
+from es_plugin.index.template import install
 from es_plugin.operations import Steps, drive
 from es_plugin.store.lookups import MAX_CROWDED, SEARCH_PAGE, EsLookups
 from es_plugin.store.retry import RetryPolicy
@@ -117,7 +118,7 @@ def store(client: Elasticsearch, index: str, docs: list[tuple[str, Features]]) -
     for doc_id, features in docs:
         verdict = Verdict(doc_id, "unique", None, None, doc_id, doc_id, features.fingerprint)
         operations += [{"create": {"_index": index, "_id": doc_id}},
-                       {"zhdedup": zhdedup_fields(verdict, BandLayout.from_config(DEDUP), seen, features=features)}]
+                       Stored.of(verdict, seen, features=features).to_source(BandLayout.from_config(DEDUP))]
     assert not client.bulk(operations=operations, refresh=True)["errors"]
 
 
@@ -132,8 +133,9 @@ def test_simhash_band_keys_name_candidates_only_when_switched_on(
     stored = Features(query.fingerprint ^ 1, [], query.sketch, [])
     install(es_client, index, BandLayout.from_config(config))
     verdict = Verdict("near", "unique", None, None, "near", "near", stored.fingerprint)
-    fields = zhdedup_fields(verdict, BandLayout.from_config(config), datetime(2026, 1, 1, tzinfo=timezone.utc), features=stored)
-    es_client.index(index=index, id="near", document={"zhdedup": fields}, refresh=True)
+    source = Stored.of(verdict, datetime(2026, 1, 1, tzinfo=timezone.utc), features=stored).to_source(
+        BandLayout.from_config(config))
+    es_client.index(index=index, id="near", document=source, refresh=True)
 
     embedded = NearIndex(CandidateKeys.from_config(config), NearRule.from_config(config))
     embedded.add(stored)

@@ -8,17 +8,15 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from es_plugin.errors import EsIndexError
+from es_plugin.index.document import NAMES, Stored, dedup_properties
 from es_plugin.index.template import (
     TEMPLATE_VERSION,
-    dedup_properties,
     ensure_layout,
     install,
     read_meta,
     status,
-    stored_features,
     template_body,
     template_name,
-    zhdedup_fields,
 )
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import LayoutMismatchError
@@ -122,15 +120,21 @@ def test_zhdedup_fields() -> None:
     seen = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
     features = Fingerprinter(DedupConfig(passages=True)).features("国务院常务会议部署近期重点工作。" * 5)
     unique = Verdict("u1", "unique", None, None, "u1", "ab" * 16, features.fingerprint)
-    fields = zhdedup_fields(unique, LAYOUT, seen, features=features)
+    source = Stored.of(unique, seen, features=features, words="国务院 会议").to_source(LAYOUT)
+    fields = source["zhdedup"]
+    assert set(fields) == NAMES | set(LAYOUT.field_names) == set(dedup_properties(LAYOUT)["zhdedup"]["properties"])
     assert fields["fp"] == format(features.fingerprint, "016x") and fields["seen_at"] == "2026-01-02T03:04:05.678+00:00"
     assert {name: fields[name] for name in LAYOUT.field_names} == LAYOUT.terms(features.fingerprint)
     assert (fields["status"], fields["cluster"], fields["dup_of"]) == ("unique", "u1", None)
     assert len(fields["mh"]) == len(features.sketch_keys) and fields["passages"]
-    back = stored_features(fields)  # what dedup-index and reconcile read back
+    read = Stored.from_source(source)
+    assert read is not None and read.verdict() == unique
+    back = read.features()  # what dedup-index and reconcile read back
     assert (back.fingerprint, back.passages, back.sketch_keys) == (
         features.fingerprint, features.passages, features.sketch_keys)
     assert back.sketch.to_bytes() == features.sketch.to_bytes()
-    exact = Verdict("u2", "exact", "u1", 0, "u1", "ab" * 16, None)
-    fields = zhdedup_fields(exact, LAYOUT, seen)
+    assert read.to_source(LAYOUT) == source  # what is read back writes the same object
+    exact = Verdict("u2", "exact", "u1", 0, "u1", "ab" * 16, None, similarity=1.0, contained=1.0, reason="exact")
+    fields = Stored.of(exact, seen).to_source(LAYOUT)["zhdedup"]
     assert not {"fp", "b0", "mh", "sketch"} & set(fields) and fields["dup_of"] == "u1"
+    assert Stored.from_source({"zhdedup": fields}).verdict() == exact  # type: ignore[union-attr]

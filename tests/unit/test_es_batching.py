@@ -22,13 +22,15 @@ def test_a_batch_is_sealed_by_size_before_it_is_full() -> None:
     config, page, huge = DedupConfig(), "中" * 1_000_000, "中" * 6_000_000
     written: list[list[str]] = []
 
-    async def write(batch: PendingBatch) -> None:
-        written.append([action.id for action in batch.actions])
+    class Sink:
+        async def write(self, batch: PendingBatch) -> list[Action]:
+            written.append([action.id for action in batch.actions])
+            return []
 
     async def run() -> None:
         buffer = BulkBuffer(CandidateKeys.from_config(config), NearRule.from_config(config), bulk_size=1000,
-                            flush_interval=60, write=write)
-        buffer.start()
+                            flush_interval=60)
+        buffer.start(Sink())
         for i in range(13):
             buffer.enqueue(Action("create", f"d{i}", {"text": page}))
             if i == 6:
@@ -68,7 +70,7 @@ def test_in_order_batches_go_one_after_another_in_arrival_order() -> None:
 def test_a_large_batch_goes_in_parts_that_keep_each_document_in_one_part_in_order() -> None:
     """A node indexes one bulk request of a one-shard index on one thread: a batch of 1,000 goes as two
     requests at once, and actions on one document (an update after its create) stay together, in order."""
-    from es_plugin.store.backend import MIN_BULK_PART, bulk_parts
+    from es_plugin.store.batchwriter import MIN_BULK_PART, bulk_parts
 
     actions = [Action("create", f"d{i}", {"n": i}) for i in range(1000)]
     actions += [Action("update", f"d{i}", {"after": i}) for i in range(0, 1000, 7)]
@@ -87,8 +89,9 @@ def test_a_writer_task_that_fails_outside_write_stops_every_waiter_instead_of_ha
     raises it instead of waiting for a writer that is gone."""
     config = DedupConfig()
 
-    async def write(batch: PendingBatch) -> None:
-        pass
+    class Sink:
+        async def write(self, batch: PendingBatch) -> list[Action]:
+            return []
 
     class BrokenJournal:
         def record(self, seq: int, action: Action) -> None:
@@ -99,8 +102,8 @@ def test_a_writer_task_that_fails_outside_write_stops_every_waiter_instead_of_ha
 
     async def run() -> None:
         buffer = BulkBuffer(CandidateKeys.from_config(config), NearRule.from_config(config), bulk_size=2,
-                            flush_interval=60, write=write, journal=BrokenJournal())  # type: ignore[arg-type]
-        buffer.start()
+                            flush_interval=60, journal=BrokenJournal())  # type: ignore[arg-type]
+        buffer.start(Sink())
         for i in range(3):
             buffer.enqueue(Action("create", f"d{i}", {"text": "正文"}))
         with pytest.raises(ZhDedupError, match="bookkeeping failed; 1 more judged document"):

@@ -1,0 +1,72 @@
+"""What a verdict writes to the index: the bulk action for a judged document, and what it adds to the
+buffer's local index (buffer.py) so that later judgements of this process find it before searches can.
+
+First copies are written with ``op_type=create`` under their content hash (a second writer of the
+same text gets a 409: batchwriter.py); exact repeats, in annotate mode only, under ``repeat_id``; a
+near repeat, in annotate mode only, is created under its hash like a first copy, so a later exact
+repeat of it is found by the same lookup.  A duplicate in drop mode writes nothing.
+
+The filter of hashes seen here lives beside it: what a verdict stored, or found stored, is likely to
+be answered by the exact lookup next time, so the judging step (judging.py) can skip the fingerprint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from scrapy_zhdedup.index.bands import BandLayout
+from scrapy_zhdedup.model import Features, Match, Prepared, Verdict, verdict_for
+from scrapy_zhdedup.store.bloom import ExactFilter
+
+from ..index.chinese import SearchText
+from ..index.document import Stored, item_fields
+from .buffer import Pending
+from .lookups import query_features, repeat_id
+from .writer import Action
+
+Write = tuple[Action, Pending | None]  # an action, and what it adds to its batch's local index
+
+
+@dataclass
+class VerdictWrites:
+    layout: BandLayout
+    search: SearchText
+    index_duplicates: bool  # annotate mode: duplicates are stored too, marked
+    seen: ExactFilter  # hashes stored or found stored by this process
+
+    def of_verdict(self, prepared: Prepared, verdict: Verdict, document: dict[str, Any],
+                   words: str | None) -> Write | None:
+        """What ``verdict`` writes (None: nothing, a duplicate in drop mode).  ``words`` is None when the
+        text looked seen before (not segmented beforehand): it is segmented here only if it is written."""
+        digest = prepared.digest
+        written = verdict.status == "unique" or self.index_duplicates
+        if written or verdict.status == "exact":  # what the exact lookup finds; a dropped near repeat seen
+            self.seen.add(digest)  # again is therefore searched near beside that lookup, not after it
+        if not written:
+            return None
+        document = {**document, self.search.text_field: prepared.written}
+        if words is None:
+            words = self.search.words(prepared.clean)
+        if verdict.status == "exact":
+            return Action("index", repeat_id(digest, verdict.doc_id), self.source(verdict, document, words=words)), None
+        features = query_features(prepared.featured(None))
+        return (Action("create", digest, self.source(verdict, document, features, words)),
+                (digest, Match(verdict.doc_id, verdict.cluster, 0), features, verdict.status == "unique"))
+
+    def of_loser(self, action: Action, first: Match) -> Action | None:
+        """What a first copy that lost a 409 race to ``first`` writes instead: its exact-repeat copy in
+        annotate mode, nothing in drop mode."""
+        ours = Stored.from_source(action.body or {})
+        if not self.index_duplicates or ours is None:
+            return None
+        verdict = verdict_for(ours.doc_id, action.id, None, first, exact=True)
+        return Action("index", repeat_id(action.id, ours.doc_id),
+                      self.source(verdict, item_fields(action.body or {}), words=ours.words))
+
+    def source(self, verdict: Verdict, document: dict[str, Any], features: Features | None = None,
+               words: str | None = None) -> dict[str, Any]:
+        """The document as stored: the item's own fields and its ``zhdedup`` object (document.py)."""
+        return {**document, **Stored.of(verdict, datetime.now(timezone.utc), features=features,
+                                        words=words).to_source(self.layout)}
