@@ -5,7 +5,7 @@ The client is given every node (``--url``/``ZHDEDUP_ES_URL`` with three URLs) an
 in turn, so the node SIGKILLed is one the client is talking to (a WARNING line says its requests went to
 another).  The cluster stays available (a replica of every shard, two of three masters), so nothing may
 be lost, no verdict may differ from an undisturbed run and nothing may be left to replay.  The corpus and
-its process helpers are tests/test_es_faults.py's: originals, then reposts of half of them more than two
+its process helpers are tests/support/es_runs.py's: originals, then reposts of half of them more than two
 bulks later, so verdicts in input order are well defined; its first 150 documents (100 originals, 50
 reposts) keep the module short.
 
@@ -147,7 +147,7 @@ def test_three_shards_with_a_replica_give_the_verdicts_of_one_shard_and_of_scan(
 def test_two_writers_on_two_nodes_then_reconcile_give_the_verdicts_of_one(
         healthy: Cluster, index: str, source: Path, reference: Verdicts, tmp_path: Path) -> None:
     """Each writer talks to a node of its own, racing over one input; `es reconcile` through the third
-    repairs what one could not see of the other, as on one node (tests/test_es_faults.py)."""
+    repairs what one could not see of the other, as on one node (tests/faults/test_es_faults.py)."""
     install(",".join(healthy.urls), index, 3)
     writers = [subprocess.Popen(zhdedup_cmd(*ingest_args(healthy.urls[i], index, source, tmp_path / f"writer{i}")),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for i in range(2)]

@@ -235,7 +235,7 @@ def test_non_asyncio_reactor_is_refused() -> None:
 def test_a_search_that_misses_a_shard_is_asked_again_not_taken_as_complete(es_client: Elasticsearch,
                                                                           index: str) -> None:
     """A shard whose search failed leaves its documents out of the hits: a node killed during the fetch
-    phase (which is not retried on another copy) made a near repost unique in tests/test_es_cluster.py.
+    phase (which is not retried on another copy) made a near repost unique in tests/es/test_es_cluster.py.
     Here a shard no node holds fails every time: the lookup is retried, then fails (the item is
     dead-lettered, never judged on half an answer); once the shard is there, it finds the repeat."""
     fingerprinter = Fingerprinter(DEDUP)

@@ -1,4 +1,4 @@
-"""Real Scrapy crawls for tests/test_pipeline.py, run in a fresh interpreter.
+"""Real Scrapy crawls for tests/integration/test_pipeline.py, run in a fresh interpreter.
 
     python tests/zhcrawl.py CONFIG.json
 
