@@ -2,7 +2,7 @@
 
 Every test drives the public entry points as an operator would (``zhdedup es …`` and ``scrapy
 runspider`` as subprocesses) and injects an ordinary fault: the node SIGKILLed and restarted
-(on a dedicated node, tests/fault_node.py), the index write-blocked, an unwritable dead-letter
+(on a dedicated node, tests/support/fault_node.py), the index write-blocked, an unwritable dead-letter
 location, a full disk under the checkpoints, two writers on one input, ``es ingest`` itself
 SIGKILLed, credentials in the URL, an item type that cannot take the annotations.  Each checks
 that no document is lost (every input id ends up stored exactly once, directly or through

@@ -1,7 +1,7 @@
 """Real Scrapy crawls of a local news site through ``ZhDedupPipeline`` (no mocks).
 
 The site is served by the standard library on 127.0.0.1 from a temporary directory; the
-crawls run in a subprocess (tests/zhcrawl.py) because a Twisted reactor cannot be restarted.
+crawls run in a subprocess (tests/support/zhcrawl.py) because a Twisted reactor cannot be restarted.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _expected(base: str, pages: list[Page], urls: list[str]) -> dict[str, tuple[
 
 # --- drop mode, persisted across two crawls ------------------------------------------------------
 
-Result = dict[str, Any]  # one crawl's record, as tests/zhcrawl.py writes it
+Result = dict[str, Any]  # one crawl's record, as tests/support/zhcrawl.py writes it
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """A dedicated Elasticsearch node that fault tests may SIGKILL and restart.
 
-The shared test node (tests/es_node.py) must stay up for every other test, so faults get their own
+The shared test node (tests/support/es_node.py) must stay up for every other test, so faults get their own
 node on a free port, started through ``scripts/es-node.sh`` like the shared one (only
 ``start|stop|status`` with ``ZHDEDUP_ES_PORT`` set are relied on).  A restart reuses the port and
 the data directory, so what the node acknowledged before the kill is there afterwards, as after a

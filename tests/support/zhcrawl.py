@@ -1,6 +1,6 @@
 """Real Scrapy crawls for tests/integration/test_pipeline.py, run in a fresh interpreter.
 
-    python tests/zhcrawl.py CONFIG.json
+    python tests/support/zhcrawl.py CONFIG.json
 
 A Twisted reactor cannot be restarted, so every test run of crawls gets its own process.
 CONFIG is ``{"crawls": [crawl, ...], "heartbeat": seconds}``; the crawls run one after the
