@@ -1,6 +1,6 @@
 """A spider for ``scrapy runspider`` in the fault tests: a real ``scrapy`` process, its real exit status.
 
-    scrapy runspider tests/fault_spider.py -a urls=URLS.txt -a out=RESULT.json [-a item=dict|bare]
+    scrapy runspider tests/support/fault_spider.py -a urls=URLS.txt -a out=RESULT.json [-a item=dict|bare]
         [-a delivered=DELIVERED.txt] [-a kill_at=URL] -s ...
 
 Pages are requested one at a time in the order of URLS.txt (one URL a line), so items reach the
