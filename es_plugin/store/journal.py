@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -32,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from scrapy_zhdedup.errors import StoreError
+from scrapy_zhdedup.store.lock import file_stem, unheld
 
 from ..client import serializers
 from .writer import Action
@@ -43,8 +43,7 @@ PREFIX = ".zhdedup-pending"
 
 def _stem(index: str) -> str:
     """The index's name as a file name may hold it, and a digest of it, so no two indices share a stem."""
-    digest = hashlib.sha256(index.encode()).hexdigest()[:8]
-    return f"{PREFIX}-{re.sub(r'[^A-Za-z0-9_.-]', '_', index)}-{digest}-"
+    return file_stem(PREFIX, index)
 
 
 class Journal:
@@ -125,16 +124,7 @@ def orphans(directory: Path, index: str) -> Iterator[list[list[Action]]]:
         locks = []
     batches: list[list[Action]] = []
     try:
-        for lock in locks:
-            try:
-                fd = os.open(lock, os.O_RDWR)
-            except FileNotFoundError:
-                continue  # another writer took it over meanwhile
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue  # its writer is alive
+        for lock, fd in unheld(locks, os.O_RDWR):
             name = lock.name[: -len(".lock")]
             files = sorted(directory.glob(f"{name}.*.jsonl"), key=lambda p: int(p.name.split(".")[-2]))
             taken.append((fd, lock, files))

@@ -21,24 +21,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import logging
 import os
-import re
 import uuid
 from pathlib import Path
 
 from ..errors import StoreError, StoreFailedError
+from ..store.lock import file_stem, unheld
 
 logger = logging.getLogger(__name__)
 
 PREFIX = ".zhdedup-undelivered"
-
-
-def _stem(name: str) -> str:
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    return f"{PREFIX}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)[:60]}-{digest}-"
 
 
 class DeliveryLedger:
@@ -47,7 +41,7 @@ class DeliveryLedger:
 
     def __init__(self, directory: Path, name: str) -> None:
         self.directory = directory
-        self.stem = _stem(name)
+        self.stem = file_stem(PREFIX, name, 60)
         self.path = directory / f"{self.stem}{uuid.uuid4().hex[:16]}.log"
         self.undelivered: set[str] = set()  # left by earlier runs, until delivered now
         self._pending: set[str] = set()  # this run's, noted and not done yet
@@ -69,18 +63,7 @@ class DeliveryLedger:
 
     def _take_over(self) -> list[tuple[Path, int]]:
         taken = []
-        for path in sorted(self.directory.glob(f"{self.stem}*.log")):
-            if path == self.path:
-                continue
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                continue  # taken over by another meanwhile
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue  # its process is alive
+        for path, fd in unheld(p for p in sorted(self.directory.glob(f"{self.stem}*.log")) if p != self.path):
             self.undelivered |= _replay(path)
             taken.append((path, fd))
         return taken
