@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
-import time
 
 from tests.support import ROOT
-from tests.support.es_node import START_TIMEOUT_S, STOP_TIMEOUT_S, EsNodeError
+from tests.support.es_node import START_TIMEOUT_S, STOP_TIMEOUT_S, EsNodeError, sigkill
 
 SCRIPT = ROOT / "scripts" / "es-cluster.sh"
 _NODE = re.compile(r"^node (\d+) (running pid=(\d+) )?(?:stopped )?url=(\S+)$", re.MULTILINE)
@@ -53,15 +51,7 @@ class Cluster:
         pid = self.pids()[node]
         if pid is None:
             raise EsNodeError(f"node {node} of the cluster is not running")
-        os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.05)
-        raise EsNodeError(f"node {node} (pid {pid}) survived SIGKILL for 30 s")
+        sigkill(pid, f"node {node}")
 
     def release(self) -> None:
         """Stop the cluster if this session started it, else leave it as it was found."""

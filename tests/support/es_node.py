@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -38,6 +40,19 @@ STOP_TIMEOUT_S = 120.0
 
 class EsNodeError(RuntimeError):
     """The test node could not be started, reached or stopped."""
+
+
+def sigkill(pid: int, what: str) -> None:
+    """SIGKILL ``pid`` (a node), as an OOM killer or a power cut would, and wait until it is gone."""
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise EsNodeError(f"{what} (pid {pid}) survived SIGKILL for 30 s")
 
 
 @dataclass(frozen=True)

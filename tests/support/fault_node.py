@@ -13,14 +13,12 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
-from tests.support.es_node import SCRIPT, START_TIMEOUT_S, STOP_TIMEOUT_S, EsNodeError
+from tests.support.es_node import SCRIPT, START_TIMEOUT_S, STOP_TIMEOUT_S, EsNodeError, sigkill
 
 _RUNNING = re.compile(r"^running pid=(\d+)", re.MULTILINE)
 
@@ -65,14 +63,7 @@ class FaultNode:
         pid = self.pid()
         if pid is None:
             raise EsNodeError(f"fault node on port {self.port} is not running")
-        os.kill(pid, signal.SIGKILL)
-        for _ in range(600):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.05)
-        raise EsNodeError(f"fault node pid {pid} survived SIGKILL for 30 s")
+        sigkill(pid, "fault node")
 
     def restart(self) -> None:
         """Start again on the same port and data directory (what the node acknowledged is kept)."""
