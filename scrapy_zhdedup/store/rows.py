@@ -45,7 +45,7 @@ class Rows:
         """The first row with this content hash, or None."""
         if content_hash not in self.bloom:
             return None
-        rows = self._exact.get_many([int(content_hash[:16], 16)])  # hash_key of the hex form
+        rows = self._exact.get_many([hash_key(bytes.fromhex(content_hash[:16]))])
         if not rows:
             self.false_positives += 1
             return None
@@ -60,7 +60,7 @@ class Rows:
         self.bloom.add(record.content_hash.hex())
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Views of the live arrays (not copies), for a snapshot; the Bloom filter as bytes."""
+        """Views of the live arrays (not copies), for a snapshot (the Bloom filter is the store's to save)."""
         return {**self.near.arrays(), "roots": np.frombuffer(self.roots, dtype=np.uint32)}
 
     @classmethod
