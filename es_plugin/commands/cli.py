@@ -216,7 +216,7 @@ def _print(data: Any) -> None:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from scrapy_zhdedup.store.meta import fingerprint_settings
+    from scrapy_zhdedup.fingerprint_settings import fingerprint_settings
 
     from ..index.template import install
 
@@ -277,7 +277,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def _count_inputs(inputs: list[Path]) -> int:
-    from scrapy_zhdedup.cli.inputs import html_files
+    from scrapy_zhdedup.files.inputs import html_files
 
     total = 0
     for path in inputs:
@@ -431,7 +431,7 @@ def _snippet(hit: dict[str, Any], fields: tuple[str, ...], width: int = 60) -> s
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from scrapy_zhdedup.cli.output import check_output
+    from scrapy_zhdedup.files.output import check_output
     from scrapy_zhdedup.report.page import write
 
     from ..privileges import REPORT

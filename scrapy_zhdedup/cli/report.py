@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..config import DedupConfig
 from ..errors import ConfigError
-from .output import check_output
+from ..files.output import check_output
 
 
 def register(sub: argparse._SubParsersAction) -> None:

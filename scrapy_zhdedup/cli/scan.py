@@ -16,11 +16,11 @@ from pathlib import Path
 from ..config import DedupConfig, add_options, from_args
 from ..deduper import Deduper
 from ..errors import BadRecordError, StoreFailedError
+from ..files.inputs import STDIN, Record, input_name, open_input, read_pages, read_records
+from ..files.output import AtomicOutput, check_output
 from ..model import Prepared
 from ..similarity.fingerprinter import Fingerprinter
 from ..workers import Job, PreparePool, add_workers_option, prepare_job
-from .inputs import STDIN, Record, input_name, open_input, read_pages, read_records
-from .output import AtomicOutput, check_output
 from .progress import progress
 
 logger = logging.getLogger(__name__)

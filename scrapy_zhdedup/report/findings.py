@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cli.inputs import STDIN, input_name, open_input, read_pages
 from ..config import DedupConfig
 from ..errors import EmptyTextError, InputError, InvalidDocumentError
+from ..files.inputs import STDIN, input_name, open_input, read_pages
 from ..text.clean import TextCleaner
 
 
@@ -128,7 +128,8 @@ def from_scan(verdicts: Path, source: str, fields: Fields = Fields(), *, max_clu
 def from_store(directory: Path, items: str | None, fields: Fields, *, max_clusters: int) -> Findings:
     """An embedded store's verdicts, and the texts of a crawl's exported items (if given)."""
     from ..deduper import Deduper
-    from ..store.meta import FINGERPRINT_SETTINGS, META_FILE
+    from ..fingerprint_settings import FINGERPRINT_SETTINGS
+    from ..store.meta import META_FILE
 
     if not (directory / META_FILE).is_file():
         raise InputError(f"{directory}: not a scrapy-zhdedup store (no {META_FILE})")

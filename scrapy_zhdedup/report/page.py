@@ -20,8 +20,8 @@ from importlib import resources
 from pathlib import Path
 
 from .. import __version__
-from ..cli.output import AtomicOutput
 from ..explain import decided
+from ..files.output import AtomicOutput
 from .findings import Cluster, Doc, Findings, clusters
 
 MAX_SHOWN = 20_000  # characters of a text shown and compared; the rest is left out, said so

@@ -23,16 +23,17 @@ import numpy as np
 
 from ..config import DedupConfig
 from ..errors import StoreError, StoreFailedError
+from ..fingerprint_settings import fingerprint_settings
+from ..index.bloom import ExactFilter
 from ..index.nearindex import CandidateKeys
 from ..model import Features, Match, Prepared, Sketch, Verdict
 from ..similarity.rule import NearRule
 from ..similarity.sketch import features_of
-from .bloom import ExactFilter
 from .entries import ARRAYS as ENTRY_ARRAYS
 from .entries import STATUSES, Entries, percent, reason_code
 from .lock import DirectoryLock
 from .log import LOG_FILE, LogRecord, LogWriter, read_log
-from .meta import FORMAT, META_FILE, check_or_record, fingerprint_settings
+from .meta import FORMAT, META_FILE, check_or_record
 from .rows import ARRAYS as ROW_ARRAYS
 from .rows import Rows
 from .snapshot import INDEX_FILE, checked, read_snapshot, write_snapshot

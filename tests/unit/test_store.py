@@ -17,16 +17,16 @@ import numpy as np
 import pytest
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError, StoreFailedError
+from scrapy_zhdedup.files.atomic import atomic_write
 from scrapy_zhdedup.index.bandindex import BandIndex
 from scrapy_zhdedup.index.bands import BandLayout
+from scrapy_zhdedup.index.bloom import ExactFilter
 from scrapy_zhdedup.index.multimap import KeyTable
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.model import Features
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.simhash import hamming
-from scrapy_zhdedup.store.bloom import ExactFilter
 from scrapy_zhdedup.store.embedded import INDEX_FILE, EmbeddedStore
-from scrapy_zhdedup.store.files import atomic_write
 from scrapy_zhdedup.store.log import LOG_FILE
 from scrapy_zhdedup.store.meta import META_FILE
 from scrapy_zhdedup.text.clean import content_hash
