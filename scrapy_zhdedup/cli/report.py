@@ -45,7 +45,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.store is not None:
         findings = from_store(args.store, args.input, fields, max_clusters=args.max_clusters)
     elif args.input is None:
-        raise ConfigError("--input: the scan's input, whose texts the report shows")
+        raise ConfigError("--input is required with scan's verdicts: the scan's input, whose texts the report "
+                          f"shows (zhdedup report {args.verdicts} --input CORPUS)")
     else:
         config = DedupConfig(extractor=args.extractor, traditional_to_simplified=args.traditional_to_simplified)
         findings = from_scan(Path(args.verdicts), args.input, fields, max_clusters=args.max_clusters, config=config)

@@ -122,7 +122,7 @@ def from_scan(verdicts: Path, source: str, fields: Fields = Fields(), *, max_clu
                 except (ValueError, TypeError, AttributeError) as exc:
                     raise InputError(f"{verdicts}:{number}: not a zhdedup scan verdict ({exc})") from None
     findings = Findings(f"zhdedup scan: {verdicts} (texts: {input_name(source)})", docs)
-    return with_texts(findings, source, fields, max_clusters, config)
+    return with_texts(findings, source, fields, max_clusters, config, SCAN_INPUT)
 
 
 def from_store(directory: Path, items: str | None, fields: Fields, *, max_clusters: int) -> Findings:
@@ -148,18 +148,37 @@ def from_store(directory: Path, items: str | None, fields: Fields, *, max_cluste
         findings.notes.append("No --input: the store keeps ids and verdicts, not texts; give the crawl's exported "
                               "items (scrapy crawl … -O items.jsonl) to see them.")
         return findings
-    return with_texts(findings, items, fields, max_clusters, config)
+    return with_texts(findings, items, fields, max_clusters, config, CRAWL_ITEMS)
+
+
+@dataclass(frozen=True)
+class TextSource:
+    """What an ``--input`` should be, said when it is not (no id matched) or lacks texts."""
+
+    what: str  # "the scan's input"
+    missing: str  # why a document shown can lack its text there
+
+
+SCAN_INPUT = TextSource("the scan's input", "was the scan's input larger?")
+CRAWL_ITEMS = TextSource("the crawl's exported items", "a drop-mode crawl does not export the duplicates it "
+                                                        "drops; ZHDEDUP_MODE = \"annotate\" keeps them")
 
 
 def with_texts(findings: Findings, source: str, fields: Fields, max_clusters: int,
-               config: DedupConfig | None) -> Findings:
-    """Read ``source`` for the texts of the documents the report shows."""
+               config: DedupConfig | None, expected: TextSource) -> Findings:
+    """Read ``source`` for the texts of the documents the report shows; an InputError if no record of it
+    has the id of a judged document (the wrong file, or the wrong ``--id-field``)."""
     config = config or DedupConfig()
     cleaner = TextCleaner(extractor=config.extractor, traditional_to_simplified=config.traditional_to_simplified)
+    judged = {d.doc_id for d in findings.docs}
     wanted = shown_ids(clusters(findings.docs), max_clusters)
+    matched = 0
     for record in _records(source):
         doc_id = record.get(fields.id)
-        if doc_id is None or str(doc_id) not in wanted:
+        if doc_id is None or str(doc_id) not in judged:
+            continue
+        matched += 1
+        if str(doc_id) not in wanted:
             continue
         text, html = record.get(fields.text), record.get(fields.html)
         try:
@@ -167,10 +186,12 @@ def with_texts(findings: Findings, source: str, fields: Fields, max_clusters: in
                                                         html=html if isinstance(html, str) else None)
         except (EmptyTextError, InvalidDocumentError):
             continue
+    if judged and not matched:
+        raise InputError(f"{input_name(source)}: no record has the {fields.id!r} of a judged document: give "
+                         f"{expected.what} as --input (--id-field names the field that holds the id)")
     missing = len(wanted - findings.texts.keys())
     if missing:
-        findings.notes.append(f"{missing} documents shown have no text in {input_name(source)} (a drop-mode crawl "
-                              f"does not export the duplicates it drops; ZHDEDUP_MODE = \"annotate\" keeps them).")
+        findings.notes.append(f"{missing} documents shown have no text in {input_name(source)} ({expected.missing}).")
     return findings
 
 

@@ -115,7 +115,7 @@ def test_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     source, verdicts = scanned(tmp_path)
     capsys.readouterr()
     for argv, said in [(["report"], "give zhdedup scan's verdicts"),
-                       (["report", str(verdicts)], "--input: the scan's input"),
+                       (["report", str(verdicts)], "--input is required"),
                        (["report", str(verdicts), "--input", str(source), "--max-clusters", "0"], "at least 1"),
                        (["report", "--store", str(tmp_path)], "not a scrapy-zhdedup store"),
                        (["report", str(source), "--input", str(source), "-o", str(tmp_path / "no" / "r.html")],
@@ -124,12 +124,21 @@ def test_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert said in capsys.readouterr().err, argv
 
 
-
-
-# --- in a real browser -----------------------------------------------------------------------------------
-
-
-
-
-
-
+def test_a_report_whose_input_has_none_of_the_ids_says_so_and_fails(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The wrong --input (another corpus, a directory of pages, a feed read by the wrong --id-field) is an
+    error naming it, not a report of clusters without texts and advice about drop-mode crawls."""
+    source, verdicts = scanned(tmp_path)
+    pages = tmp_path / "site"
+    pages.mkdir()
+    (pages / "index.html").write_text("<html><body><p>首页</p></body></html>", encoding="utf-8")
+    other = write_jsonl(tmp_path / "other.jsonl", [{"id": "z", "text": "另一个语料"}])
+    out = tmp_path / "report.html"
+    capsys.readouterr()
+    for wrong in (pages, other):
+        assert main(["report", str(verdicts), "--input", str(wrong), "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"{wrong}: no record has the 'id' of a judged document: give the scan's input" in err, err
+        assert "drop-mode" not in err and not out.exists()
+    assert main(["report", str(verdicts), "--input", str(source), "--id-field", "url", "-o", str(out)]) == 2
+    assert "no record has the 'url'" in capsys.readouterr().err
