@@ -444,6 +444,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not client.indices.exists(index=args.es_index):
             raise EsIndexError(f"{args.es_index}: no such index")
         findings = from_index(client, args.es_index, args.es_text_field, max_clusters=args.max_clusters)
+    findings.traditional_to_simplified = args.traditional_to_simplified
     print(write(findings, args.output, args.max_clusters), file=sys.stderr)
     return 0
 

@@ -25,8 +25,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_report_options(report)
     report.add_argument("--extractor", choices=("lxml", "trafilatura"), default="lxml",
                         help="main-text extraction of pages, as the scan did (default %(default)s)")
-    report.add_argument("--no-t2s", dest="traditional_to_simplified", action="store_false",
-                        help="keep traditional characters, as a scan with --no-t2s did")
     report.set_defaults(func=cmd_report)
 
 
@@ -60,3 +58,5 @@ def add_report_options(report: argparse.ArgumentParser) -> None:
                         help="the HTML file (default %(default)s); open it in any browser, it needs no network")
     report.add_argument("--max-clusters", type=int, default=200,
                         help="largest clusters shown, each repeat beside its original (default %(default)s)")
+    report.add_argument("--no-t2s", dest="traditional_to_simplified", action="store_false",
+                        help="compare keeping traditional characters, as a scan or an index built with --no-t2s did")

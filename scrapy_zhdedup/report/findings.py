@@ -9,8 +9,8 @@ The verdicts and the texts come from different places, by source:
   the dropped duplicates are not exported: they are listed without their text;
 * an Elasticsearch index: both are stored there (es_plugin/commands/report.py).
 
-Texts are shown as the engine compared them: main text of a page, NFKC, simplified characters.
-Only the clusters shown need their texts, so an input is read once and only those are kept.
+Texts are kept as the pages wrote them (the main text of a page); the page compares them as the engine
+does (page.py).  Only the clusters shown need their texts, so an input is read once and only those are kept.
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ class Findings:
 
     source: str
     docs: list[Doc]
-    texts: dict[str, str] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # main text as written
     notes: list[str] = field(default_factory=list)
+    traditional_to_simplified: bool = True  # as the texts were compared
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ def with_texts(findings: Findings, source: str, fields: Fields, max_clusters: in
     """Read ``source`` for the texts of the documents the report shows; an InputError if no record of it
     has the id of a judged document (the wrong file, or the wrong ``--id-field``)."""
     config = config or DedupConfig()
+    findings.traditional_to_simplified = config.traditional_to_simplified
     cleaner = TextCleaner(extractor=config.extractor, traditional_to_simplified=config.traditional_to_simplified)
     judged = {d.doc_id for d in findings.docs}
     wanted = shown_ids(clusters(findings.docs), max_clusters)
@@ -182,8 +184,8 @@ def with_texts(findings: Findings, source: str, fields: Fields, max_clusters: in
             continue
         text, html = record.get(fields.text), record.get(fields.html)
         try:
-            findings.texts[str(doc_id)] = cleaner.clean(text=text if isinstance(text, str) else None,
-                                                        html=html if isinstance(html, str) else None)
+            findings.texts[str(doc_id)] = cleaner.cleaned(text=text if isinstance(text, str) else None,
+                                                          html=html if isinstance(html, str) else None).written
         except (EmptyTextError, InvalidDocumentError):
             continue
     if judged and not matched:
