@@ -127,9 +127,11 @@ def from_scan(verdicts: Path, source: str, fields: Fields = Fields(), *, max_clu
 
 
 def from_store(directory: Path, items: str | None, fields: Fields, *, max_clusters: int) -> Findings:
-    """An embedded store's verdicts, and the texts of a crawl's exported items (if given)."""
-    from ..deduper import Deduper
+    """An embedded store's verdicts (as it holds them now: a crawl may be writing on), and the texts of a
+    crawl's exported items (if given)."""
     from ..fingerprint_settings import FINGERPRINT_SETTINGS
+    from ..index.nearindex import CandidateKeys
+    from ..store.embedded import EmbeddedStore
     from ..store.meta import META_FILE
 
     if not (directory / META_FILE).is_file():
@@ -139,11 +141,8 @@ def from_store(directory: Path, items: str | None, fields: Fields, *, max_cluste
         config = DedupConfig(**{k: recorded[k] for k in FINGERPRINT_SETTINGS if k in recorded})
     except (OSError, ValueError, KeyError, TypeError):
         config = DedupConfig()
-    deduper = Deduper.open(config, directory)
-    try:
-        docs = [Doc.of(v) for v in deduper.store.verdicts()]
-    finally:
-        deduper.close()
+    store = EmbeddedStore.view(CandidateKeys.from_config(config), directory, config=config)
+    docs = [Doc.of(v) for v in store.verdicts()]
     findings = Findings(f"embedded store {directory}" + (f" (texts: {input_name(items)})" if items else ""), docs)
     if items is None:
         findings.notes.append("No --input: the store keeps ids and verdicts, not texts; give the crawl's exported "

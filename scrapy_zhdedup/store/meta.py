@@ -17,13 +17,19 @@ _OLD_FORMATS: dict[Any, str] = {2: "no MinHash sketches",
                 3: "64-bin sketches and verdicts that did not say how much of a text is inside the earlier one"}
 def check_or_record(directory: Path, settings: dict[str, Any]) -> None:
     """Record ``settings`` in a new store, or refuse an existing store built with other settings."""
-    path = directory / META_FILE
-    if not path.exists():
-        def write(fh: BinaryIO) -> None:
-            fh.write(json.dumps({"format": FORMAT, "fingerprint": settings}, indent=1).encode())
-
-        atomic_write(path, write)
+    if (directory / META_FILE).exists():
+        check(directory, settings)
         return
+
+    def write(fh: BinaryIO) -> None:
+        fh.write(json.dumps({"format": FORMAT, "fingerprint": settings}, indent=1).encode())
+
+    atomic_write(directory / META_FILE, write)
+
+
+def check(directory: Path, settings: dict[str, Any]) -> None:
+    """Refuse a store of another format, or built with other settings (an unreadable ``store.json`` too)."""
+    path = directory / META_FILE
     try:
         meta = json.loads(path.read_bytes())
         if not isinstance(meta, dict) or not isinstance(meta.get("fingerprint"), dict):
