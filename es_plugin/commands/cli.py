@@ -46,14 +46,15 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:
     """Every subcommand names its index with ``--index`` (default ``$ZHDEDUP_ES_INDEX``, else
     zhdedup-docs) and offers only the options that act in it."""
-    es = sub.add_parser("es", help="Elasticsearch: install, status, ingest, search, dedup-index, reconcile",
-                        description="Elasticsearch commands; each names its index with --index.")
+    es = sub.add_parser("es", help="Elasticsearch", description="Elasticsearch commands; each names its index with --index.")
     esub = es.add_subparsers(dest="es_command", required=True)
 
     _setup_commands(esub)  # in this order in --help
     _writing_commands(esub)
     _reading_commands(esub)
     _repair_commands(esub)
+    listed = next(a for a in sub._choices_actions if a.dest == "es")  # its line in zhdedup --help names them all
+    listed.help = f"Elasticsearch: {', '.join(esub.choices)}"
 
 
 def _setup_commands(esub: argparse._SubParsersAction) -> None:
@@ -269,7 +270,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if args.json:
         _print(report)
     else:
-        print(" ".join(f"{k}={v}" for k, v in report.items()))
+        print(f"zhdedup es reconcile{' (dry run)' if args.dry_run else ''}: {report['scanned']} read, "
+              f"{report['pairs']} missed repeats found ({report['marked']} marked, {report['deleted']} deleted), "
+              f"{report['reclustered']} moved to the cluster theirs joined, {report['clusters']} clusters")
     return 0
 
 

@@ -17,8 +17,6 @@ from scrapy_zhdedup.cli.main import build_parser, main
 from tests.support.helpers import write_jsonl
 from tests.support.zhtexts import articles
 
-ES_COMMANDS = ("install", "status", "ingest", "search", "dedup-index", "reconcile")
-
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -46,6 +44,14 @@ def test_every_option_has_help_and_the_top_help_no_markup(capsys: pytest.Capture
         main(["--help"])
     out = capsys.readouterr().out
     assert "``" not in out and "exit codes:" in out
+
+
+def test_the_top_help_names_every_es_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = " ".join(capsys.readouterr().out.split("    es ")[1].split("\n\n")[0].split())
+    assert listed == f"Elasticsearch: {', '.join(es_commands())}"
+    assert {"replay", "report"} <= set(es_commands())
 
 
 def test_every_es_command_names_its_index_with_the_same_option() -> None:

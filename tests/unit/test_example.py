@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from examples.run_example import build_report
+from examples.run_example import build_report, format_report
 from scrapy_zhdedup.config import PREFIX, DedupConfig, EsConfig, PipelineConfig
 from tests.support import ROOT
 
@@ -79,11 +79,5 @@ def test_report_judges_against_the_manifest() -> None:
     assert report.missed == ["b/news/002.html"]
     assert report.wrongly_merged == [{"page": "a/news/003.html", "dup_of": "a/news/002.html"}]
     assert not report.ok
-
-
-
-
-
-
-
-
+    said = format_report(report, manifest)  # "(original)" beside a repeat is what the demo made the page, said so
+    assert "in brackets, what this demo's site generator did" in said and "(original)" in said
