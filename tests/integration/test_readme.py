@@ -8,8 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support import ROOT
-from tests.unit.test_readme import README
+from tests.support import README, ROOT
 
 
 def test_the_library_example_prints_what_it_shows_and_the_same_verdicts_when_run_again(tmp_path: Path) -> None:

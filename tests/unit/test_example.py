@@ -15,8 +15,6 @@ from scrapy_zhdedup.config import PREFIX, DedupConfig, EsConfig, PipelineConfig
 from tests.support import ROOT
 
 SETTINGS = ROOT / "examples" / "zhnews" / "zhnews" / "settings.py"
-ARTICLE_PAGES = 28  # examples/site/generate.py PLAN
-EXPECTED_REPEATS = 11  # pages beyond the first of their article
 
 
 def load_settings(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
