@@ -29,7 +29,6 @@ from scrapy_zhdedup.config import (
 )
 from scrapy_zhdedup.errors import ConfigError
 from scrapy_zhdedup.esurl import node_urls, redact
-from scrapy_zhdedup.explain import decided
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.workers import add_workers_option
 
@@ -336,7 +335,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from .search import default_fields, folded_query_body, folded_search, iter_folded
+    from .search import curl_command, default_fields, folded_query_body, folded_search, iter_folded, page_lines
 
     query: str | dict[str, Any] = args.query
     if args.query.lstrip().startswith("{"):
@@ -364,70 +363,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.json:
         _print(result)
         return 0
-    print(_page_line(result))
-    for rank, hit in enumerate(result["hits"], start=(result["page"] - 1) * result["size"] + 1):
-        folded = hit["folded"]
-        print(f"{rank:3d}. {_snippet(hit, fields)}  [{_name(hit)}]"
-              + (f"  +{_plural(folded, 'repeat')} folded" if folded else ""))
-        for dup in hit["duplicates"]:
-            print(f"       ~ {_name(dup)} ({_how(dup)})")
+    print("\n".join(page_lines(result, fields)))
     return 0
-
-
-def curl_command(url: str, index: str, body: dict[str, Any]) -> str:
-    """The search as a shell command to paste, sent to the first node of ``url`` (credentials left out);
-    the body goes through a quoted here-document, so no character of the query needs escaping."""
-    first = node_urls(url)[0].url
-    return (f"curl -sS -H 'Content-Type: application/json' '{first.rstrip('/')}/{index}/_search?pretty' -d @- <<'JSON'\n"
-            f"{_readable_json(body)}\nJSON")
-
-
-def _readable_json(value: Any, depth: int = 0, open_levels: int = 3) -> str:
-    """JSON with objects opened up to ``open_levels`` deep and anything deeper on one line: short enough
-    for a README, structured enough to read."""
-    pad = "  " * (depth + 1)
-    if isinstance(value, list) and depth < open_levels and value and all(isinstance(v, dict) for v in value):
-        items = ",\n".join(pad + _readable_json(v, depth + 1, open_levels + 1) for v in value)
-        return f"[\n{items}\n{'  ' * depth}]"
-    if not isinstance(value, dict) or depth >= open_levels or not value:
-        return json.dumps(value, ensure_ascii=False)
-    items = ",\n".join(f"{pad}{json.dumps(k, ensure_ascii=False)}: {_readable_json(v, depth + 1, open_levels)}"
-                       for k, v in value.items())
-    return f"{{\n{items}\n{'  ' * depth}}}"
-
-
-def _page_line(result: dict[str, Any]) -> str:
-    if not result["total_hits"]:
-        return "no matches"
-    groups = _plural(result["total_groups"], "group") + ("" if result["groups_exact"] else " (approx.)")
-    return f"{_plural(result['total_hits'], 'document')} in {groups}; page {result['page']} of {result['pages']}"
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _name(doc: dict[str, Any]) -> str:
-    return str(doc["doc_id"] or doc["id"])
-
-
-def _how(doc: dict[str, Any]) -> str:
-    if doc["status"] == "unique":
-        return "original"
-    if doc["status"] == "exact":
-        return "exact repeat"
-    if doc["status"] == "near":
-        return f"near repeat, {decided(doc.get('reason'), doc.get('similarity'), doc.get('contained'))}"
-    return "not judged yet"
-
-
-def _snippet(hit: dict[str, Any], fields: tuple[str, ...], width: int = 60) -> str:
-    for name in fields:
-        value = hit["source"].get(name)
-        if isinstance(value, str) and value.strip():
-            flat = " ".join(value.split())
-            return flat if len(flat) <= width else flat[: width - 1] + "…"
-    return "(no text)"
 
 
 # --- report ----------------------------------------------------------------------------------------------
