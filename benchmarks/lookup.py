@@ -222,7 +222,7 @@ def worker_minhash(mhs: np.ndarray, n_queries: int, seed: int) -> dict[str, Any]
 
 def worker_bloom(n: int, initial_capacity: int, n_queries: int) -> dict[str, Any]:
     from benchmarks.store_bytes import bloom_bytes
-    from scrapy_zhdedup.store.bloom import ExactFilter
+    from scrapy_zhdedup.index.bloom import ExactFilter
 
     def digest(i: int) -> str:
         return hashlib.blake2b(str(i).encode(), digest_size=16).hexdigest()

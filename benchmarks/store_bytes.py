@@ -9,9 +9,9 @@ It reads the objects' arrays directly, so it changes nothing it measures (no mer
 from __future__ import annotations
 
 from scrapy_zhdedup.index.bandindex import BandIndex
+from scrapy_zhdedup.index.bloom import ExactFilter
 from scrapy_zhdedup.index.multimap import KeyTable
 from scrapy_zhdedup.index.nearindex import NearIndex
-from scrapy_zhdedup.store.bloom import ExactFilter
 from scrapy_zhdedup.store.embedded import EmbeddedStore
 
 PENDING_ENTRY_BYTES = 100

@@ -29,10 +29,10 @@ from benchmarks import common
 from benchmarks.runner import Benchmark, Result, positive
 from benchmarks.store_bytes import store_bytes
 from scrapy_zhdedup.config import DedupConfig
+from scrapy_zhdedup.index.bloom import ExactFilter
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.model import SKETCH_BYTES, SKETCH_SIZE, Sketch
 from scrapy_zhdedup.similarity.sketch import features_of
-from scrapy_zhdedup.store.bloom import ExactFilter
 from scrapy_zhdedup.store.embedded import EmbeddedStore
 from scrapy_zhdedup.store.log import LOG_FILE, LogRecord, LogWriter, read_log
 

@@ -116,7 +116,8 @@ def format_report(report: Report, manifest: dict[str, Any]) -> str:
         f"items seen: {report.seen}   unique: {s.get('unique', 0)}   exact: {s.get('exact', 0)}   "
         f"near: {s.get('near', 0)}" + (f"   unjudged: {s['unjudged']}" if s.get("unjudged") else ""),
         "",
-        "clusters (first page  ←  pages judged to repeat it):",
+        "clusters (first page  ←  pages judged to repeat it; in brackets, what this demo's site generator did",
+        "to the article on that page: original = its first publication, copy, print, traditional, edit_chars, …):",
     ]
     for c in report.clusters:
         lines.append(f"  {c['first']}  [{pages[c['first']]['title'][:24]}]")

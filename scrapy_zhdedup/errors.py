@@ -50,10 +50,11 @@ class InputError(ZhDedupError):
 
 
 class BadRecordError(ZhDedupError, ValueError):
-    """One line of an input that is not a usable record; it is reported and skipped (or stops a strict run)."""
+    """One line of an input (or one saved page: line 0) that is not a usable record; it is reported and
+    skipped (or stops a strict run)."""
 
     def __init__(self, path: str, line: int, reason: str) -> None:
-        super().__init__(f"{path}:{line}: {reason}")
+        super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
         self.path, self.line, self.reason = path, line, reason
 
     @classmethod

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from scrapy_zhdedup.store.files import atomic_write
+from scrapy_zhdedup.files.atomic import atomic_write
 
 from ..errors import CheckpointError
 

@@ -29,7 +29,6 @@ from scrapy_zhdedup.config import (
 )
 from scrapy_zhdedup.errors import ConfigError
 from scrapy_zhdedup.esurl import node_urls, redact
-from scrapy_zhdedup.explain import decided
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.workers import add_workers_option
 
@@ -46,14 +45,15 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:
     """Every subcommand names its index with ``--index`` (default ``$ZHDEDUP_ES_INDEX``, else
     zhdedup-docs) and offers only the options that act in it."""
-    es = sub.add_parser("es", help="Elasticsearch: install, status, ingest, search, dedup-index, reconcile",
-                        description="Elasticsearch commands; each names its index with --index.")
+    es = sub.add_parser("es", help="Elasticsearch", description="Elasticsearch commands; each names its index with --index.")
     esub = es.add_subparsers(dest="es_command", required=True)
 
     _setup_commands(esub)  # in this order in --help
     _writing_commands(esub)
     _reading_commands(esub)
     _repair_commands(esub)
+    listed = next(a for a in sub._choices_actions if a.dest == "es")  # its line in zhdedup --help names them all
+    listed.help = f"Elasticsearch: {', '.join(esub.choices)}"
 
 
 def _setup_commands(esub: argparse._SubParsersAction) -> None:
@@ -216,7 +216,7 @@ def _print(data: Any) -> None:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from scrapy_zhdedup.store.meta import fingerprint_settings
+    from scrapy_zhdedup.fingerprint_settings import fingerprint_settings
 
     from ..index.template import install
 
@@ -269,7 +269,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if args.json:
         _print(report)
     else:
-        print(" ".join(f"{k}={v}" for k, v in report.items()))
+        print(f"zhdedup es reconcile{' (dry run)' if args.dry_run else ''}: {report['scanned']} read, "
+              f"{report['pairs']} missed repeats found ({report['marked']} marked, {report['deleted']} deleted), "
+              f"{report['reclustered']} moved to the cluster theirs joined, {report['clusters']} clusters")
     return 0
 
 
@@ -277,7 +279,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def _count_inputs(inputs: list[Path]) -> int:
-    from scrapy_zhdedup.cli.inputs import html_files
+    from scrapy_zhdedup.files.inputs import html_files
 
     total = 0
     for path in inputs:
@@ -333,7 +335,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from .search import default_fields, folded_query_body, folded_search, iter_folded
+    from .search import curl_command, default_fields, folded_query_body, folded_search, iter_folded, page_lines
 
     query: str | dict[str, Any] = args.query
     if args.query.lstrip().startswith("{"):
@@ -361,77 +363,15 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.json:
         _print(result)
         return 0
-    print(_page_line(result))
-    for rank, hit in enumerate(result["hits"], start=(result["page"] - 1) * result["size"] + 1):
-        folded = hit["folded"]
-        print(f"{rank:3d}. {_snippet(hit, fields)}  [{_name(hit)}]"
-              + (f"  +{_plural(folded, 'repeat')} folded" if folded else ""))
-        for dup in hit["duplicates"]:
-            print(f"       ~ {_name(dup)} ({_how(dup)})")
+    print("\n".join(page_lines(result, fields)))
     return 0
-
-
-def curl_command(url: str, index: str, body: dict[str, Any]) -> str:
-    """The search as a shell command to paste, sent to the first node of ``url`` (credentials left out);
-    the body goes through a quoted here-document, so no character of the query needs escaping."""
-    first = node_urls(url)[0].url
-    return (f"curl -sS -H 'Content-Type: application/json' '{first.rstrip('/')}/{index}/_search?pretty' -d @- <<'JSON'\n"
-            f"{_readable_json(body)}\nJSON")
-
-
-def _readable_json(value: Any, depth: int = 0, open_levels: int = 3) -> str:
-    """JSON with objects opened up to ``open_levels`` deep and anything deeper on one line: short enough
-    for a README, structured enough to read."""
-    pad = "  " * (depth + 1)
-    if isinstance(value, list) and depth < open_levels and value and all(isinstance(v, dict) for v in value):
-        items = ",\n".join(pad + _readable_json(v, depth + 1, open_levels + 1) for v in value)
-        return f"[\n{items}\n{'  ' * depth}]"
-    if not isinstance(value, dict) or depth >= open_levels or not value:
-        return json.dumps(value, ensure_ascii=False)
-    items = ",\n".join(f"{pad}{json.dumps(k, ensure_ascii=False)}: {_readable_json(v, depth + 1, open_levels)}"
-                       for k, v in value.items())
-    return f"{{\n{items}\n{'  ' * depth}}}"
-
-
-def _page_line(result: dict[str, Any]) -> str:
-    if not result["total_hits"]:
-        return "no matches"
-    groups = _plural(result["total_groups"], "group") + ("" if result["groups_exact"] else " (approx.)")
-    return f"{_plural(result['total_hits'], 'document')} in {groups}; page {result['page']} of {result['pages']}"
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _name(doc: dict[str, Any]) -> str:
-    return str(doc["doc_id"] or doc["id"])
-
-
-def _how(doc: dict[str, Any]) -> str:
-    if doc["status"] == "unique":
-        return "original"
-    if doc["status"] == "exact":
-        return "exact repeat"
-    if doc["status"] == "near":
-        return f"near repeat, {decided(doc.get('reason'), doc.get('similarity'), doc.get('contained'))}"
-    return "not judged yet"
-
-
-def _snippet(hit: dict[str, Any], fields: tuple[str, ...], width: int = 60) -> str:
-    for name in fields:
-        value = hit["source"].get(name)
-        if isinstance(value, str) and value.strip():
-            flat = " ".join(value.split())
-            return flat if len(flat) <= width else flat[: width - 1] + "…"
-    return "(no text)"
 
 
 # --- report ----------------------------------------------------------------------------------------------
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from scrapy_zhdedup.cli.output import check_output
+    from scrapy_zhdedup.files.output import check_output
     from scrapy_zhdedup.report.page import write
 
     from ..privileges import REPORT
@@ -444,6 +384,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not client.indices.exists(index=args.es_index):
             raise EsIndexError(f"{args.es_index}: no such index")
         findings = from_index(client, args.es_index, args.es_text_field, max_clusters=args.max_clusters)
+    findings.traditional_to_simplified = args.traditional_to_simplified
     print(write(findings, args.output, args.max_clusters), file=sys.stderr)
     return 0
 

@@ -43,12 +43,12 @@ from elasticsearch import BadRequestError, Elasticsearch
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError
 from scrapy_zhdedup.index.bands import BandLayout
+from scrapy_zhdedup.index.bloom import ExactFilter
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.judge import judge
 from scrapy_zhdedup.model import Match, Prepared, Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
-from scrapy_zhdedup.store.bloom import ExactFilter
 from scrapy_zhdedup.store.embedded import EmbeddedStore
 from scrapy_zhdedup.text.validate import check_id
 from scrapy_zhdedup.workers import PreparePool

@@ -51,9 +51,9 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from es_plugin.store.backend import ElasticsearchBackend, Indexable, IndexJob, prepare_for_index
-from scrapy_zhdedup.cli.inputs import html_files, open_input, read_page, read_records
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import BadRecordError, ConfigError, EmptyTextError, InputError
+from scrapy_zhdedup.files.inputs import html_files, open_input, read_page, read_records
 from scrapy_zhdedup.model import Verdict
 from scrapy_zhdedup.workers import PreparePool
 

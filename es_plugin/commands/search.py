@@ -36,12 +36,15 @@ small search per group on the page, run by the node in the same request.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from elasticsearch import ApiError, Elasticsearch
 
 from scrapy_zhdedup.errors import ConfigError, ZhDedupError
+from scrapy_zhdedup.esurl import node_urls
+from scrapy_zhdedup.explain import decided
 
 from ..errors import EsIndexError, EsRequestError
 from ..index.chinese import DEFAULT_SEARCH, SearchText
@@ -198,3 +201,74 @@ def _root_reason(exc: ApiError) -> str:
         causes = error.get("root_cause") or [error]
         return str(causes[0].get("reason", error))
     return str(error or exc)
+
+
+# --- as the command prints it ------------------------------------------------------------------------
+
+
+def curl_command(url: str, index: str, body: dict[str, Any]) -> str:
+    """The search as a shell command to paste, sent to the first node of ``url`` (credentials left out);
+    the body goes through a quoted here-document, so no character of the query needs escaping."""
+    first = node_urls(url)[0].url
+    return (f"curl -sS -H 'Content-Type: application/json' '{first.rstrip('/')}/{index}/_search?pretty' -d @- <<'JSON'\n"
+            f"{_readable_json(body)}\nJSON")
+
+
+def _readable_json(value: Any, depth: int = 0, open_levels: int = 3) -> str:
+    """JSON with objects opened up to ``open_levels`` deep and anything deeper on one line: short enough
+    for a README, structured enough to read."""
+    pad = "  " * (depth + 1)
+    if isinstance(value, list) and depth < open_levels and value and all(isinstance(v, dict) for v in value):
+        items = ",\n".join(pad + _readable_json(v, depth + 1, open_levels + 1) for v in value)
+        return f"[\n{items}\n{'  ' * depth}]"
+    if not isinstance(value, dict) or depth >= open_levels or not value:
+        return json.dumps(value, ensure_ascii=False)
+    items = ",\n".join(f"{pad}{json.dumps(k, ensure_ascii=False)}: {_readable_json(v, depth + 1, open_levels)}"
+                       for k, v in value.items())
+    return f"{{\n{items}\n{'  ' * depth}}}"
+
+
+def page_lines(result: dict[str, Any], fields: Sequence[str]) -> list[str]:
+    """A page of :func:`folded_search` as ``zhdedup es search`` prints it: how many, then each group's
+    leading hit (a snippet of its text, its id, how many it folds) and the repeats shown under it."""
+    lines = [_page_line(result)]
+    for rank, hit in enumerate(result["hits"], start=(result["page"] - 1) * result["size"] + 1):
+        folded = hit["folded"]
+        lines.append(f"{rank:3d}. {_snippet(hit, fields)}  [{_name(hit)}]"
+                     + (f"  +{_plural(folded, 'repeat')} folded" if folded else ""))
+        lines += [f"       ~ {_name(dup)} ({_how(dup)})" for dup in hit["duplicates"]]
+    return lines
+
+
+def _page_line(result: dict[str, Any]) -> str:
+    if not result["total_hits"]:
+        return "no matches"
+    groups = _plural(result["total_groups"], "group") + ("" if result["groups_exact"] else " (approx.)")
+    return f"{_plural(result['total_hits'], 'document')} in {groups}; page {result['page']} of {result['pages']}"
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _name(doc: dict[str, Any]) -> str:
+    return str(doc["doc_id"] or doc["id"])
+
+
+def _how(doc: dict[str, Any]) -> str:
+    if doc["status"] == "unique":
+        return "original"
+    if doc["status"] == "exact":
+        return "exact repeat"
+    if doc["status"] == "near":
+        return f"near repeat, {decided(doc.get('reason'), doc.get('similarity'), doc.get('contained'))}"
+    return "not judged yet"
+
+
+def _snippet(hit: dict[str, Any], fields: Sequence[str], width: int = 60) -> str:
+    for name in fields:
+        value = hit["source"].get(name)
+        if isinstance(value, str) and value.strip():
+            flat = " ".join(value.split())
+            return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return "(no text)"

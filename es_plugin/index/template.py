@@ -5,8 +5,8 @@ query fields that hold other keys and silently find nothing, so the layout is st
 ``_meta.zhdedup`` and every client compares it with its own before the first lookup.  The same holds
 for the fingerprint settings (features, shingle size, t2s, extractor, passage size ...): hashes,
 fingerprints and passage keys computed under other settings never match the stored ones, so they are
-recorded too (``fingerprint``, the embedded store's list: scrapy_zhdedup/store/meta.py) and a client with other
-settings is refused, naming each difference.
+recorded too (``fingerprint``, the list in scrapy_zhdedup/fingerprint_settings.py, as the embedded store's) and a
+client with other settings is refused, naming each difference.
 An index from before they were recorded has none and is not checked.
 
 Each operation is written once, as :data:`~es_plugin.operations.Steps`, and run by the sync or the async
@@ -280,7 +280,7 @@ def install(client: Elasticsearch, index: str, layout: BandLayout, user_properti
     so it cannot undo an administrator's ``es install``; on an index that exists it is not even read
     (a crawler then needs no privilege on templates).  Raises :class:`LayoutMismatchError` or
     :class:`EsIndexError` when an existing index does not fit, before anything is changed.
-    ``fingerprint`` (``storemeta.fingerprint_settings``) is recorded in a new index and checked on an existing one.
+    ``fingerprint`` (``scrapy_zhdedup.fingerprint_settings``) is recorded in a new index and checked on an existing one.
     """
     return drive(client, _install(index, layout, user_properties, shards, search, replace, fingerprint))
 

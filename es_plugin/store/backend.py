@@ -41,12 +41,12 @@ from scrapy.settings import SETTINGS_PRIORITIES
 
 from scrapy_zhdedup.config import DedupConfig, EsConfig, PipelineConfig, from_settings
 from scrapy_zhdedup.errors import ConfigError
+from scrapy_zhdedup.fingerprint_settings import fingerprint_settings
+from scrapy_zhdedup.index.bloom import ExactFilter
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.model import Prepared, Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
-from scrapy_zhdedup.store.bloom import ExactFilter
-from scrapy_zhdedup.store.meta import fingerprint_settings
 from scrapy_zhdedup.workers import PreparePool, TurnBatcher, prepare_job, prepared_by
 
 from ..client import acheck_reachable, make_async_client, quiet_client_logs, redact

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from scrapy_zhdedup.store.files import atomic_write
+from scrapy_zhdedup.files.atomic import atomic_write
 
 from ..errors import DeadLetterError
 from ..index.document import named

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from scrapy_zhdedup.errors import StoreError
-from scrapy_zhdedup.store.lock import file_stem, unheld
+from scrapy_zhdedup.files.locks import file_stem, unheld
 
 from ..client import serializers
 from .writer import Action

@@ -17,8 +17,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from scrapy_zhdedup.index.bands import BandLayout
+from scrapy_zhdedup.index.bloom import ExactFilter
 from scrapy_zhdedup.model import Features, Match, Prepared, Verdict, verdict_for
-from scrapy_zhdedup.store.bloom import ExactFilter
 
 from ..index.chinese import SearchText
 from ..index.document import Stored, item_fields

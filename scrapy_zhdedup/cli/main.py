@@ -72,10 +72,25 @@ def _mount_es(sub: argparse._SubParsersAction) -> None:
     es.set_defaults(func=unavailable)
 
 
+class Said(logging.Formatter):
+    """A log line as a command-line tool says it, like argparse's ``zhdedup: error: …``: ``zhdedup: warning:
+    skipped corpus.jsonl:12: …``; with ``-v`` the logger's name too.  Messages written for a crawl's log
+    start with ``zhdedup:`` already (Scrapy names the logger after the level): said once."""
+
+    def __init__(self, verbose: bool) -> None:
+        super().__init__()
+        self.verbose = verbose
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        who = f"{record.name}: " if self.verbose else ""
+        return f"zhdedup: {record.levelname.lower()}: {who}{record.message.removeprefix('zhdedup: ')}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    said = logging.StreamHandler()
+    said.setFormatter(Said(args.verbose))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[said])
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # `zhdedup … | head`: stop quietly, the Python-docs way

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..config import DedupConfig
 from ..errors import ConfigError
-from .output import check_output
+from ..files.output import check_output
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,8 +25,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_report_options(report)
     report.add_argument("--extractor", choices=("lxml", "trafilatura"), default="lxml",
                         help="main-text extraction of pages, as the scan did (default %(default)s)")
-    report.add_argument("--no-t2s", dest="traditional_to_simplified", action="store_false",
-                        help="keep traditional characters, as a scan with --no-t2s did")
     report.set_defaults(func=cmd_report)
 
 
@@ -45,7 +43,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.store is not None:
         findings = from_store(args.store, args.input, fields, max_clusters=args.max_clusters)
     elif args.input is None:
-        raise ConfigError("--input: the scan's input, whose texts the report shows")
+        raise ConfigError("--input is required with scan's verdicts: the scan's input, whose texts the report "
+                          f"shows (zhdedup report {args.verdicts} --input CORPUS)")
     else:
         config = DedupConfig(extractor=args.extractor, traditional_to_simplified=args.traditional_to_simplified)
         findings = from_scan(Path(args.verdicts), args.input, fields, max_clusters=args.max_clusters, config=config)
@@ -59,3 +58,5 @@ def add_report_options(report: argparse.ArgumentParser) -> None:
                         help="the HTML file (default %(default)s); open it in any browser, it needs no network")
     report.add_argument("--max-clusters", type=int, default=200,
                         help="largest clusters shown, each repeat beside its original (default %(default)s)")
+    report.add_argument("--no-t2s", dest="traditional_to_simplified", action="store_false",
+                        help="compare keeping traditional characters, as a scan or an index built with --no-t2s did")

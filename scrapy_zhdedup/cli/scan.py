@@ -16,11 +16,11 @@ from pathlib import Path
 from ..config import DedupConfig, add_options, from_args
 from ..deduper import Deduper
 from ..errors import BadRecordError, StoreFailedError
+from ..files.inputs import STDIN, Record, input_name, open_input, read_pages, read_records
+from ..files.output import AtomicOutput, check_output
 from ..model import Prepared
 from ..similarity.fingerprinter import Fingerprinter
 from ..workers import Job, PreparePool, add_workers_option, prepare_job
-from .inputs import STDIN, Record, input_name, open_input, read_pages, read_records
-from .output import AtomicOutput, check_output
 from .progress import progress
 
 logger = logging.getLogger(__name__)
@@ -83,6 +83,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     errors: list[BadRecordError] = []
     opened = time.perf_counter()
     name = input_name(args.input)
+    unit = "page" if args.input != STDIN and Path(args.input).is_dir() else "line"  # what a bad record is
     # First: nothing open for workers to inherit.  Judging needs a document's hash and features, not its text.
     with PreparePool(config, _scan_step, args.workers, fork=True, text=False) as pool:
         started = time.perf_counter()  # the dictionaries are loaded, the workers ready: start-up is over
@@ -123,11 +124,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
                   f"{counts['rerun_changed']} changed since (judged as new versions)")
     print(
         f"zhdedup scan: {judged} judged ({counts['unique']} unique, {counts['exact']} exact, "
-        f"{counts['near']} near){reruns}, {len(errors)} bad lines skipped, {elapsed:.1f} s, "
+        f"{counts['near']} near){reruns}, {len(errors)} bad {unit}s skipped, {elapsed:.1f} s, "
         f"{judged / elapsed if elapsed else 0:.0f} docs/s, after {started - opened:.1f} s starting up",
         file=sys.stderr,
     )
     if errors and not judged:
-        print(f"zhdedup scan: no line of {name} could be judged (first: {errors[0]})", file=sys.stderr)
+        print(f"zhdedup scan: no {unit} of {name} could be judged (first: {errors[0]})", file=sys.stderr)
         return 1
     return 0

@@ -28,7 +28,7 @@ import uuid
 from pathlib import Path
 
 from ..errors import StoreError, StoreFailedError
-from ..store.lock import file_stem, unheld
+from ..files.locks import file_stem, unheld
 
 logger = logging.getLogger(__name__)
 

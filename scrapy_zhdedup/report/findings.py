@@ -9,8 +9,8 @@ The verdicts and the texts come from different places, by source:
   the dropped duplicates are not exported: they are listed without their text;
 * an Elasticsearch index: both are stored there (es_plugin/commands/report.py).
 
-Texts are shown as the engine compared them: main text of a page, NFKC, simplified characters.
-Only the clusters shown need their texts, so an input is read once and only those are kept.
+Texts are kept as the pages wrote them (the main text of a page); the page compares them as the engine
+does (page.py).  Only the clusters shown need their texts, so an input is read once and only those are kept.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cli.inputs import STDIN, input_name, open_input, read_pages
 from ..config import DedupConfig
 from ..errors import EmptyTextError, InputError, InvalidDocumentError
+from ..files.inputs import STDIN, input_name, open_input, read_pages
 from ..text.clean import TextCleaner
 
 
@@ -63,8 +63,9 @@ class Findings:
 
     source: str
     docs: list[Doc]
-    texts: dict[str, str] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # main text as written
     notes: list[str] = field(default_factory=list)
+    traditional_to_simplified: bool = True  # as the texts were compared
 
 
 @dataclass(frozen=True)
@@ -122,13 +123,16 @@ def from_scan(verdicts: Path, source: str, fields: Fields = Fields(), *, max_clu
                 except (ValueError, TypeError, AttributeError) as exc:
                     raise InputError(f"{verdicts}:{number}: not a zhdedup scan verdict ({exc})") from None
     findings = Findings(f"zhdedup scan: {verdicts} (texts: {input_name(source)})", docs)
-    return with_texts(findings, source, fields, max_clusters, config)
+    return with_texts(findings, source, fields, max_clusters, config, SCAN_INPUT)
 
 
 def from_store(directory: Path, items: str | None, fields: Fields, *, max_clusters: int) -> Findings:
-    """An embedded store's verdicts, and the texts of a crawl's exported items (if given)."""
-    from ..deduper import Deduper
-    from ..store.meta import FINGERPRINT_SETTINGS, META_FILE
+    """An embedded store's verdicts (as it holds them now: a crawl may be writing on), and the texts of a
+    crawl's exported items (if given)."""
+    from ..fingerprint_settings import FINGERPRINT_SETTINGS
+    from ..index.nearindex import CandidateKeys
+    from ..store.embedded import EmbeddedStore
+    from ..store.meta import META_FILE
 
     if not (directory / META_FILE).is_file():
         raise InputError(f"{directory}: not a scrapy-zhdedup store (no {META_FILE})")
@@ -137,39 +141,58 @@ def from_store(directory: Path, items: str | None, fields: Fields, *, max_cluste
         config = DedupConfig(**{k: recorded[k] for k in FINGERPRINT_SETTINGS if k in recorded})
     except (OSError, ValueError, KeyError, TypeError):
         config = DedupConfig()
-    deduper = Deduper.open(config, directory)
-    try:
-        docs = [Doc.of(v) for v in deduper.store.verdicts()]
-    finally:
-        deduper.close()
+    store = EmbeddedStore.view(CandidateKeys.from_config(config), directory, config=config)
+    docs = [Doc.of(v) for v in store.verdicts()]
     findings = Findings(f"embedded store {directory}" + (f" (texts: {input_name(items)})" if items else ""), docs)
     if items is None:
         findings.notes.append("No --input: the store keeps ids and verdicts, not texts; give the crawl's exported "
                               "items (scrapy crawl … -O items.jsonl) to see them.")
         return findings
-    return with_texts(findings, items, fields, max_clusters, config)
+    return with_texts(findings, items, fields, max_clusters, config, CRAWL_ITEMS)
+
+
+@dataclass(frozen=True)
+class TextSource:
+    """What an ``--input`` should be, said when it is not (no id matched) or lacks texts."""
+
+    what: str  # "the scan's input"
+    missing: str  # why a document shown can lack its text there
+
+
+SCAN_INPUT = TextSource("the scan's input", "was the scan's input larger?")
+CRAWL_ITEMS = TextSource("the crawl's exported items", "a drop-mode crawl does not export the duplicates it "
+                                                        "drops; ZHDEDUP_MODE = \"annotate\" keeps them")
 
 
 def with_texts(findings: Findings, source: str, fields: Fields, max_clusters: int,
-               config: DedupConfig | None) -> Findings:
-    """Read ``source`` for the texts of the documents the report shows."""
+               config: DedupConfig | None, expected: TextSource) -> Findings:
+    """Read ``source`` for the texts of the documents the report shows; an InputError if no record of it
+    has the id of a judged document (the wrong file, or the wrong ``--id-field``)."""
     config = config or DedupConfig()
+    findings.traditional_to_simplified = config.traditional_to_simplified
     cleaner = TextCleaner(extractor=config.extractor, traditional_to_simplified=config.traditional_to_simplified)
+    judged = {d.doc_id for d in findings.docs}
     wanted = shown_ids(clusters(findings.docs), max_clusters)
+    matched = 0
     for record in _records(source):
         doc_id = record.get(fields.id)
-        if doc_id is None or str(doc_id) not in wanted:
+        if doc_id is None or str(doc_id) not in judged:
+            continue
+        matched += 1
+        if str(doc_id) not in wanted:
             continue
         text, html = record.get(fields.text), record.get(fields.html)
         try:
-            findings.texts[str(doc_id)] = cleaner.clean(text=text if isinstance(text, str) else None,
-                                                        html=html if isinstance(html, str) else None)
+            findings.texts[str(doc_id)] = cleaner.cleaned(text=text if isinstance(text, str) else None,
+                                                          html=html if isinstance(html, str) else None).written
         except (EmptyTextError, InvalidDocumentError):
             continue
+    if judged and not matched:
+        raise InputError(f"{input_name(source)}: no record has the {fields.id!r} of a judged document: give "
+                         f"{expected.what} as --input (--id-field names the field that holds the id)")
     missing = len(wanted - findings.texts.keys())
     if missing:
-        findings.notes.append(f"{missing} documents shown have no text in {input_name(source)} (a drop-mode crawl "
-                              f"does not export the duplicates it drops; ZHDEDUP_MODE = \"annotate\" keeps them).")
+        findings.notes.append(f"{missing} documents shown have no text in {input_name(source)} ({expected.missing}).")
     return findings
 
 

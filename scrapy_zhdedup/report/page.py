@@ -1,7 +1,10 @@
 """The report as one self-contained HTML file: no network, inline CSS and JavaScript (report.html).
 
 Each repeat is shown beside its cluster's original, the text they share highlighted, what only the
-repeat has marked as new and what only the original has struck out.  The difference is taken in
+repeat has marked as new and what only the original has struck out.  Both reports show the main text
+as the page wrote it and compare it as the engine does (:func:`compared`: NFKC, simplified
+characters), so a repost in traditional characters shows as the same text, in its own script.
+The difference is taken in
 two steps so its cost stays near linear in the text: sentences first (difflib on lists of
 sentences), then characters only inside the runs of sentences that differ, and only when both
 sides of a run are at most ``MAX_CHAR_DIFF`` characters (else the run is marked whole).  difflib
@@ -12,7 +15,9 @@ on the characters of a whole text grows with the square of its length: 24 ms at 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime, timezone
 from difflib import SequenceMatcher
 from html import escape
@@ -20,8 +25,9 @@ from importlib import resources
 from pathlib import Path
 
 from .. import __version__
-from ..cli.output import AtomicOutput
 from ..explain import decided
+from ..files.output import AtomicOutput
+from ..text.clean import TextCleaner
 from .findings import Cluster, Doc, Findings, clusters
 
 MAX_SHOWN = 20_000  # characters of a text shown and compared; the rest is left out, said so
@@ -30,6 +36,8 @@ _SENTENCE = re.compile(r"[^。！？；!?;\n]*[。！？；!?;\n]|[^。！？；
 BIN = 0.05  # width of a histogram bar
 
 Piece = tuple[str, str]  # ("same" | "new" | "gone", text)
+Span = tuple[str, int, int]  # ("same" | "new" | "gone", start, end) in a compared text
+Normalise = Callable[[str], str]
 
 
 def sentences(text: str) -> list[str]:
@@ -37,32 +45,73 @@ def sentences(text: str) -> list[str]:
     return _SENTENCE.findall(text)
 
 
-def diff(original: str, repeat: str) -> tuple[list[Piece], list[Piece]]:
-    """Both texts as pieces: shared (``same``), only in the original (``gone``), only in the repeat (``new``)."""
-    left: list[Piece] = []
-    right: list[Piece] = []
-    a, b = sentences(original), sentences(repeat)
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        x, y = "".join(a[i1:i2]), "".join(b[j1:j2])
-        if tag == "equal":
-            left.append(("same", x))
-            right.append(("same", y))
-        elif x and y and len(x) <= MAX_CHAR_DIFF and len(y) <= MAX_CHAR_DIFF:
-            _chars(x, y, left, right)
-        else:
-            left.append(("gone", x))
-            right.append(("new", y))
-    return _merged(left), _merged(right)
+def compared(text: str, normalise: Normalise | None) -> tuple[str, list[int]]:
+    """``text`` as the engine compares it, and for each of its characters the index in ``text`` of the
+    character it came from.  Width forms are narrowed per character (NFKC can lengthen one: "…" is
+    "..."); ``normalise`` then runs on the whole, so the traditional-to-simplified conversion sees whole
+    phrases, and per character only where it changed the length."""
+    if normalise is None:
+        return text, list(range(len(text)))
+    parts = [ch if unicodedata.is_normalized("NFKC", ch) else unicodedata.normalize("NFKC", ch) for ch in text]
+    narrow = "".join(parts)
+    whole = normalise(narrow)
+    if len(whole) != len(narrow):
+        parts = [normalise(part) if part.strip() else part for part in parts]
+        whole = "".join(parts)
+    return whole, [i for i, part in enumerate(parts) for _ in part]
 
 
-def _chars(x: str, y: str, left: list[Piece], right: list[Piece]) -> None:
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, x, y, autojunk=False).get_opcodes():
+def diff(original: str, repeat: str, normalise: Normalise | None = None) -> tuple[list[Piece], list[Piece]]:
+    """Both texts as pieces: shared (``same``), only in the original (``gone``), only in the repeat
+    (``new``); compared as ``normalise`` makes them (:func:`compared`), shown as given."""
+    a, a_from = compared(original, normalise)
+    b, b_from = compared(repeat, normalise)
+    left, right = _spans(a, b)
+    return _shown(left, original, a_from), _shown(right, repeat, b_from)
+
+
+def _spans(a: str, b: str) -> tuple[list[Span], list[Span]]:
+    left: list[Span] = []
+    right: list[Span] = []
+    sa, sb = sentences(a), sentences(b)
+    at_a, at_b = _starts(sa), _starts(sb)
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, sa, sb, autojunk=False).get_opcodes():
+        x, y = (at_a[i1], at_a[i2]), (at_b[j1], at_b[j2])
+        nx, ny = x[1] - x[0], y[1] - y[0]
         if tag == "equal":
-            left.append(("same", x[i1:i2]))
-            right.append(("same", y[j1:j2]))
+            left.append(("same", *x))
+            right.append(("same", *y))
+        elif nx and ny and nx <= MAX_CHAR_DIFF and ny <= MAX_CHAR_DIFF:
+            _chars(a, b, x, y, left, right)
         else:
-            left.append(("gone", x[i1:i2]))
-            right.append(("new", y[j1:j2]))
+            left.append(("gone", *x))
+            right.append(("new", *y))
+    return left, right
+
+
+def _starts(parts: list[str]) -> list[int]:
+    """Where each of ``parts`` starts in their concatenation, and its end."""
+    out = [0]
+    for part in parts:
+        out.append(out[-1] + len(part))
+    return out
+
+
+def _chars(a: str, b: str, x: tuple[int, int], y: tuple[int, int], left: list[Span], right: list[Span]) -> None:
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a[x[0]:x[1]], b[y[0]:y[1]], autojunk=False).get_opcodes():
+        kinds = ("same", "same") if tag == "equal" else ("gone", "new")
+        left.append((kinds[0], x[0] + i1, x[0] + i2))
+        right.append((kinds[1], y[0] + j1, y[0] + j2))
+
+
+def _shown(spans: list[Span], text: str, came_from: list[int]) -> list[Piece]:
+    """The spans of a compared text as pieces of ``text``: a span from compared index i to j shows the
+    characters of ``text`` from the one i came from up to the one j came from (so the pieces, joined,
+    are ``text``: a character compared as nothing goes with the piece before it)."""
+    def at(i: int) -> int:
+        return 0 if i == 0 else came_from[i] if i < len(came_from) else len(text)
+
+    return _merged([(kind, text[at(i):at(j)]) for kind, i, j in spans])
 
 
 def _merged(pieces: list[Piece]) -> list[Piece]:
@@ -88,14 +137,17 @@ def render(findings: Findings, max_clusters: int = 200) -> str:
     """The whole HTML document."""
     groups = clusters(findings.docs)
     shown = groups[:max_clusters]
+    t2s = findings.traditional_to_simplified
+    normalise = TextCleaner(traditional_to_simplified=t2s).normalise
     body = [
         f"<h1>zhdedup report</h1><p class=\"muted\">{escape(findings.source)} · "
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · scrapy-zhdedup {escape(__version__)} · texts as "
-        f"compared (main text, NFKC, simplified characters)</p>",
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · scrapy-zhdedup {escape(__version__)} · main texts as "
+        f"the pages wrote them, compared as the engine compares them (NFKC{', simplified characters' if t2s else ''})"
+        "</p>",
         *(f'<p class="note">{escape(note)}</p>' for note in findings.notes),
         f'<div class="summary">{_totals(findings.docs, groups)}{_histogram(findings.docs)}</div>',
         _filters(len(shown), len(groups)),
-        *(_cluster(i, c, findings.texts) for i, c in enumerate(shown, 1)),
+        *(_cluster(i, c, findings.texts, normalise) for i, c in enumerate(shown, 1)),
     ]
     if len(groups) > len(shown):
         body.append(f'<p class="note">{len(groups) - len(shown)} smaller clusters are not shown (--max-clusters).</p>')
@@ -141,7 +193,7 @@ def _filters(shown: int, total: int) -> str:
             "<del>only in the original</del></span></form>")
 
 
-def _cluster(number: int, cluster: Cluster, texts: dict[str, str]) -> str:
+def _cluster(number: int, cluster: Cluster, texts: dict[str, str], normalise: Normalise) -> str:
     original = cluster.original
     earlier = "" if original else ' <span class="muted">(judged before these verdicts)</span>'
     head = (f'<header><h2>#{number} · {len(cluster.docs)} documents</h2><span class="id">original: '
@@ -149,12 +201,12 @@ def _cluster(number: int, cluster: Cluster, texts: dict[str, str]) -> str:
     base = texts.get(cluster.root)
     repeats = [d for d in cluster.docs if d is not original]
     near = [d.doc_id for d in repeats if d.status == "near"][:3]  # shown open; exact repeats add nothing to see
-    members = [_member(doc, base, texts.get(doc.doc_id), doc.doc_id in near) for doc in repeats]
+    members = [_member(doc, base, texts.get(doc.doc_id), doc.doc_id in near, normalise) for doc in repeats]
     return (f'<section class="cluster" id="c{number}" data-size="{len(cluster.docs)}">{head}'
             f"{''.join(members)}</section>")
 
 
-def _member(doc: Doc, base: str | None, text: str | None, opened: bool) -> str:
+def _member(doc: Doc, base: str | None, text: str | None, opened: bool, normalise: Normalise) -> str:
     why = "same text (content hash)" if doc.status == "exact" else decided(doc.reason, doc.similarity, doc.contained)
     distance = "" if doc.distance is None or doc.status == "exact" else (
         f' <span class="muted">(SimHash distance {doc.distance}: for reference, it decides nothing)</span>')
@@ -163,17 +215,17 @@ def _member(doc: Doc, base: str | None, text: str | None, opened: bool) -> str:
                f'<span class="id">{escape(doc.doc_id)}</span>{dup}<span class="why">· {escape(why)}</span>'
                f"{distance}</summary>")
     return (f'<details class="member" data-status="{escape(doc.status)}"{" open" if opened else ""}>{summary}'
-            f"{_pair(base, text)}</details>")
+            f"{_pair(base, text, normalise)}</details>")
 
 
-def _pair(base: str | None, text: str | None) -> str:
+def _pair(base: str | None, text: str | None, normalise: Normalise) -> str:
     if base is None or text is None:
         missing = "the original's" if base is None else "this document's"
         return f'<p class="note">No text: {missing} is not in the input.</p>'
     cut = ""
     if max(len(base), len(text)) > MAX_SHOWN:
         cut = f'<p class="note">Only the first {MAX_SHOWN:,} characters of each are shown and compared.</p>'
-    left, right = diff(base[:MAX_SHOWN], text[:MAX_SHOWN])
+    left, right = diff(base[:MAX_SHOWN], text[:MAX_SHOWN], normalise)
     return (f'{cut}<div class="pair"><div><h3>original</h3><div class="text">{_pieces_html(left)}</div></div>'
             f'<div><h3>this repeat</h3><div class="text">{_pieces_html(right)}</div></div></div>')
 

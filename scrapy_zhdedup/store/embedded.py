@@ -9,7 +9,8 @@ On disk (``DIR/``): ``store.json`` (format and fingerprint settings, meta.py), `
 writer, lock.py), ``index.npz`` (the snapshot, snapshot.py) and ``log.bin`` (every document judged
 since the snapshot, log.py).  Opening loads the snapshot and replays the log; saving writes a new
 snapshot and empties the log, and happens by itself when the log outgrows the snapshot.  Band
-tables are rebuilt on load, so the threshold may change.
+tables are rebuilt on load, so the threshold may change.  :meth:`EmbeddedStore.view` reads what a
+store holds while its writer works on (``zhdedup report --store`` during a crawl).
 """
 
 from __future__ import annotations
@@ -23,16 +24,17 @@ import numpy as np
 
 from ..config import DedupConfig
 from ..errors import StoreError, StoreFailedError
+from ..fingerprint_settings import fingerprint_settings
+from ..index.bloom import ExactFilter
 from ..index.nearindex import CandidateKeys
 from ..model import Features, Match, Prepared, Sketch, Verdict
 from ..similarity.rule import NearRule
 from ..similarity.sketch import features_of
-from .bloom import ExactFilter
 from .entries import ARRAYS as ENTRY_ARRAYS
 from .entries import STATUSES, Entries, percent, reason_code
 from .lock import DirectoryLock
-from .log import LOG_FILE, LogRecord, LogWriter, read_log
-from .meta import FORMAT, META_FILE, check_or_record, fingerprint_settings
+from .log import LOG_FILE, LogRecord, LogWriter, ReadResult, read_log
+from .meta import FORMAT, META_FILE, check, check_or_record
 from .rows import ARRAYS as ROW_ARRAYS
 from .rows import Rows
 from .snapshot import INDEX_FILE, checked, read_snapshot, write_snapshot
@@ -273,25 +275,50 @@ class EmbeddedStore:
             self._load_snapshot(directory / INDEX_FILE)
             self._snapshot_bytes = (directory / INDEX_FILE).stat().st_size
         log_path = directory / LOG_FILE
-        try:
-            log = read_log(log_path)
-        except OSError as exc:
-            raise StoreError(log_path, f"unreadable log ({exc.strerror})") from exc
+        log = _read_log(log_path)
         if log.dropped_bytes:
             logger.warning("%s: dropped a torn or damaged tail of %d bytes after %d whole records (a write "
                            "cut short by a crash)", log_path, log.dropped_bytes, len(log.records))
-        for record in log.records:
+        self._replay(log_path, log.records)
+        try:
+            self._log = LogWriter(log_path, log.good_bytes, fsync_interval)
+        except OSError as exc:
+            raise StoreError(log_path, f"cannot open the log for writing ({exc.strerror})",
+                             hint="Make the directory writable or point ZHDEDUP_STORE_DIR / --store elsewhere.") from exc
+
+    def _replay(self, log_path: Path, records: list[LogRecord]) -> None:
+        for record in records:
             if record.entry < len(self._entries):
                 continue  # already in the snapshot (a crash between snapshot and log truncation)
             if record.entry != len(self._entries) or record.row not in (-1, len(self._rows)):
                 raise StoreError(log_path, f"log record for entry {record.entry} / row {record.row} does not follow "
                                  f"the snapshot ({len(self._entries)} entries, {len(self._rows)} rows)")
             self._apply(record)
-        try:
-            self._log = LogWriter(log_path, log.good_bytes, fsync_interval)
-        except OSError as exc:
-            raise StoreError(log_path, f"cannot open the log for writing ({exc.strerror})",
-                             hint="Make the directory writable or point ZHDEDUP_STORE_DIR / --store elsewhere.") from exc
+
+    @classmethod
+    def view(cls, keys: CandidateKeys, directory: Path, *, rule: NearRule | None = None,
+             config: DedupConfig | Mapping[str, Any] | None = None) -> EmbeddedStore:
+        """What the store in ``directory`` holds now, to read only, without its lock: a writer (a crawl, a
+        scan) may be at work on it.  The snapshot is replaced whole (a rename) and the log is appended
+        whole CRC-framed records, so the snapshot and the log's whole records after it are a state the
+        writer was in (a record being written is not one yet).  The writer renames a new snapshot into
+        place before it empties the log, so a log is read with the snapshot it follows only if the
+        snapshot is the same file once the log is read; else both are read again.  Nothing is written:
+        the view remembers nothing more (it is closed)."""
+        if not (directory / META_FILE).is_file():
+            raise StoreError(directory, f"not a store (no {META_FILE})")
+        check(directory, fingerprint_settings(config))
+        snapshot, log_path = directory / INDEX_FILE, directory / LOG_FILE
+        while True:
+            store = cls(keys, None, None, rule=rule)
+            store._closed = True
+            before = _file_id(snapshot)
+            if before is not None:
+                store._load_snapshot(snapshot)
+            log = _read_log(log_path)
+            if _file_id(snapshot) == before:
+                store._replay(log_path, log.records)
+                return store
 
     def _load_snapshot(self, path: Path) -> None:
         meta, data = read_snapshot(path, _ARRAYS)
@@ -302,3 +329,19 @@ class EmbeddedStore:
         except ValueError as exc:
             raise StoreError(path, f"inconsistent index arrays ({exc})") from exc
         self._entries = Entries.from_arrays(ids, data)
+
+
+def _read_log(path: Path) -> ReadResult:
+    try:
+        return read_log(path)
+    except OSError as exc:
+        raise StoreError(path, f"unreadable log ({exc.strerror})") from exc
+
+
+def _file_id(path: Path) -> tuple[int, int, int] | None:
+    """Which file ``path`` is (a rename puts another there), None if there is none."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns

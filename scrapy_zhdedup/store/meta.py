@@ -1,50 +1,35 @@
-"""``DIR/store.json``: the store's format version and the fingerprint settings it was built with.
-
-Keys, hashes and fingerprints computed under other settings never match the stored ones, so a
-store opened with different settings would silently find fewer repeats; refusing is the only
-safe answer.  Recorded: every setting that changes what is computed per document, and the
-sketch's version.  Not recorded: the band layout (rebuilt on load, so threshold and bands may
-change) and the query-time rule (passage_share, similarity, containment).
+"""``DIR/store.json``: the store's format version and the fingerprint settings it was built with
+(fingerprint_settings.py says which, and why a store built with others is refused).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..config import DedupConfig
 from ..errors import StoreError
-from ..similarity.sketch import VERSION as SKETCH_VERSION
-from .files import atomic_write
+from ..files.atomic import atomic_write
 
 META_FILE = "store.json"
 FORMAT = 4  # 4: directed verdicts (contained share, reason), 128-bin sketches; 3: MinHash sketches; 2: settings recorded
 _OLD_FORMATS: dict[Any, str] = {2: "no MinHash sketches",
                 3: "64-bin sketches and verdicts that did not say how much of a text is inside the earlier one"}
-FINGERPRINT_SETTINGS = ("features", "short_text_chars", "shingle_size", "traditional_to_simplified", "extractor",
-                        "max_chars", "passages", "passage_chars")
-
-
-def fingerprint_settings(config: DedupConfig | Mapping[str, Any] | None) -> dict[str, Any]:
-    """The recorded settings of ``config`` (a DedupConfig or a mapping of its fields; None = defaults)."""
-    given = {name: getattr(config, name) for name in FINGERPRINT_SETTINGS} if isinstance(config, DedupConfig) \
-        else dict(config or {})
-    defaults = DedupConfig()
-    return {**{name: given.get(name, getattr(defaults, name)) for name in FINGERPRINT_SETTINGS},
-            "sketch": SKETCH_VERSION}
-
-
 def check_or_record(directory: Path, settings: dict[str, Any]) -> None:
     """Record ``settings`` in a new store, or refuse an existing store built with other settings."""
-    path = directory / META_FILE
-    if not path.exists():
-        def write(fh: BinaryIO) -> None:
-            fh.write(json.dumps({"format": FORMAT, "fingerprint": settings}, indent=1).encode())
-
-        atomic_write(path, write)
+    if (directory / META_FILE).exists():
+        check(directory, settings)
         return
+
+    def write(fh: BinaryIO) -> None:
+        fh.write(json.dumps({"format": FORMAT, "fingerprint": settings}, indent=1).encode())
+
+    atomic_write(directory / META_FILE, write)
+
+
+def check(directory: Path, settings: dict[str, Any]) -> None:
+    """Refuse a store of another format, or built with other settings (an unreadable ``store.json`` too)."""
+    path = directory / META_FILE
     try:
         meta = json.loads(path.read_bytes())
         if not isinstance(meta, dict) or not isinstance(meta.get("fingerprint"), dict):

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..index.bloom import ExactFilter
 from ..index.multimap import KeyTable
 from ..index.nearindex import CandidateKeys, NearIndex
 from ..model import Features
 from ..similarity.rule import NearRule
-from .bloom import ExactFilter
 from .log import LogRecord
 
 ARRAYS = ("fingerprints", "sketches", "shingles", "sketch_keys", "sketch_rows", "passage_keys", "passage_rows")

@@ -17,9 +17,9 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import StoreError, StoreFailedError
-from .bloom import ExactFilter
+from ..files.atomic import atomic_write
+from ..index.bloom import ExactFilter
 from .entries import ARRAYS as ENTRY_ARRAYS
-from .files import atomic_write
 from .log import LOG_FILE
 from .meta import FORMAT
 

@@ -67,6 +67,9 @@ def test_install_status_ingest_search_reconcile(es_url: str, index: str, news: P
 
     code, out, _ = run(capsys, "es", "reconcile", "--index", index, *conn, "--dry-run", "--json")
     assert code == 0 and json.loads(out)["scanned"] == 24
+    code, out, _ = run(capsys, "es", "reconcile", "--index", index, *conn)  # said as every summary is
+    assert code == 0 and out == ("zhdedup es reconcile: 24 read, 0 missed repeats found (0 marked, 0 deleted), "
+                                 "0 moved to the cluster theirs joined, 12 clusters\n"), out
 
 
 def test_dedup_index_and_print_body(es_url: str, es_client: Elasticsearch, index: str, news: Path,

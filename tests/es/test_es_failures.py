@@ -33,7 +33,7 @@ from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
 from scrapy_zhdedup.text.clean import TextCleaner, content_hash
-from tests.es.test_es_lookups import store
+from tests.support.es_docs import store
 from tests.support.es_proxy import EsProxy
 from tests.support.fault_node import free_port
 from tests.support.helpers import Stats, backend

@@ -20,6 +20,7 @@ from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
 from scrapy_zhdedup.model import SKETCH_SIZE, Features, Match, Sketch, Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
+from tests.support.es_docs import store
 from tests.support.helpers import Stats
 
 pytestmark = pytest.mark.es
@@ -108,18 +109,6 @@ def test_the_unranked_search_is_skipped_while_most_texts_have_a_page_of_candidat
     assert [requests(alone, None) for _ in range(2)] == [1, 1]  # ranked, and seen to have no candidate
     assert lookups.crowded < MAX_CROWDED
     assert requests(crowded, repeat) == 2  # the unranked search tried again
-
-
-def store(client: Elasticsearch, index: str, docs: list[tuple[str, Features]]) -> None:
-    """Index ``docs`` (id, features) as unique texts seen at the same moment, in this order."""
-    install(client, index, BandLayout.from_config(DEDUP))
-    seen = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    operations: list[dict[str, object]] = []
-    for doc_id, features in docs:
-        verdict = Verdict(doc_id, "unique", None, None, doc_id, doc_id, features.fingerprint)
-        operations += [{"create": {"_index": index, "_id": doc_id}},
-                       Stored.of(verdict, seen, features=features).to_source(BandLayout.from_config(DEDUP))]
-    assert not client.bulk(operations=operations, refresh=True)["errors"]
 
 
 @pytest.mark.parametrize("simhash_bands", [False, True])

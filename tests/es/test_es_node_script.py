@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.integration.test_es_node_script import _checkout, _run
+from tests.support.node_script import run_node_script, stand_in_checkout
 
 
 @pytest.mark.es
@@ -16,13 +16,13 @@ def test_another_checkout_neither_stops_nor_takes_over_a_running_node(tmp_path: 
     host, port = urlsplit(es_url).hostname, urlsplit(es_url).port
     if host not in ("127.0.0.1", "localhost") or port is None:
         pytest.skip("the node is not on this machine")
-    other = _checkout(tmp_path / "other")
+    other = stand_in_checkout(tmp_path / "other")
 
-    stop = _run(other, "stop", ZHDEDUP_ES_PORT=str(port))
+    stop = run_node_script(other, "stop", ZHDEDUP_ES_PORT=str(port))
     assert stop.returncode == 0, stop.stderr
     assert "left running" in stop.stderr
 
-    start = _run(other, "start", ZHDEDUP_ES_PORT=str(port))
+    start = run_node_script(other, "start", ZHDEDUP_ES_PORT=str(port))
     assert start.returncode != 0
     assert f"port {port} on 127.0.0.1 is taken by" in start.stderr
 

@@ -167,8 +167,8 @@ def test_every_command_and_a_crawl_as_the_readme_role_over_https(
     assert "matches:   yes" in ok("status", "--index", index)
     first = json.loads(corpus.read_text(encoding="utf-8").splitlines()[0])
     assert json.loads(ok("search", first["title"], "--index", index, "--json"))["total_hits"] >= 1
-    assert "scanned=" in ok("reconcile", "--index", index)
-    assert "scanned=" in ok("reconcile", "--index", index, "--dry-run")
+    assert "zhdedup es reconcile: " in ok("reconcile", "--index", index)
+    assert "zhdedup es reconcile (dry run): " in ok("reconcile", "--index", index, "--dry-run")
 
     raw = f"zhdedup-sec-raw-{uuid.uuid4().hex[:10]}"  # documents another tool wrote into an installed index
     ok("install", "--index", raw)

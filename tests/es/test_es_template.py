@@ -20,10 +20,10 @@ from es_plugin.index.template import (
 )
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import LayoutMismatchError
+from scrapy_zhdedup.fingerprint_settings import fingerprint_settings
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.model import Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
-from scrapy_zhdedup.store.meta import fingerprint_settings
 
 pytestmark = pytest.mark.es
 

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_example import run_example
-from tests.unit.test_example import ARTICLE_PAGES, EXPECTED_REPEATS
+from tests.support.example import ARTICLE_PAGES, EXPECTED_REPEATS, run_example
 
 
 @pytest.mark.es

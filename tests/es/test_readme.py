@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from elasticsearch import Elasticsearch
 
-from tests.unit.test_readme import README
+from tests.support import README
 
 TYPHOON = "第二十号台风今天下午在海南文昌沿海登陆，登陆时中心附近最大风力十二级，当地已转移群众两万多人。" * 6
 

@@ -9,7 +9,8 @@ from elasticsearch import Elasticsearch
 
 from scrapy_zhdedup.cli.main import main
 from tests.support.helpers import write_jsonl
-from tests.unit.test_report import clusters_of, corpus
+from tests.support.reports import clusters_of, corpus, member, text_of
+from tests.support.zhtexts import traditional
 
 
 @pytest.mark.es
@@ -24,5 +25,9 @@ def test_a_report_of_an_index_reads_verdicts_and_texts_there(es_url: str, es_cli
     page = out.read_text(encoding="utf-8")
     assert clusters_of(page) == [4, 2, 2] and page.count('<mark class="shared">') >= 4
     assert "No text" not in page
+    copy = member(page, "b/1-traditional")  # the engine compares simplified characters: the same text
+    assert copy["status"] == "exact" and copy["why"] == "same text (content hash)"
+    assert "<ins>" not in copy["repeat"] and "<del>" not in copy["original"]
+    assert text_of(copy["repeat"]) == traditional(text_of(copy["original"])) != text_of(copy["original"])
     assert main(["es", "report", "--url", es_url, "--index", f"{index}-missing", "-o", str(out)]) == 2
     assert "no such index" in capsys.readouterr().err

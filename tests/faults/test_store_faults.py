@@ -1,5 +1,6 @@
 """The embedded store under ordinary faults, with real processes: kill -9, torn logs, two writers,
-other settings, unusable directories, old stores.  Each asserts nothing reported is lost."""
+other settings, unusable directories, old stores, a reader while the writer works.  Each asserts nothing
+reported is lost."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import pytest
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError
 from scrapy_zhdedup.cli.main import main as cli_main
 from scrapy_zhdedup.errors import StoreLockedError
-from scrapy_zhdedup.store.embedded import INDEX_FILE
+from scrapy_zhdedup.index.nearindex import CandidateKeys
+from scrapy_zhdedup.store.embedded import INDEX_FILE, EmbeddedStore
 from scrapy_zhdedup.store.log import LOG_FILE, read_log
 from scrapy_zhdedup.store.meta import META_FILE
 from tests.support import SUPPORT, judge_proc, zhtexts
@@ -63,6 +65,47 @@ def _stored_verdict(deduper: Deduper, doc_id: str) -> dict[str, object] | None:
     before = deduper.store.previous(doc_id)
     return None if before is None else {"id": doc_id, "status": before.status, "dup_of": before.dup_of,
                                         "distance": before.distance, "cluster": before.cluster}
+
+
+# --- a reader while the writer works -----------------------------------------------------------------
+
+
+def _view(store: Path) -> list[dict[str, object]]:
+    """The verdicts a reader finds in the store now, as judge_proc reports them, in judging order."""
+    view = EmbeddedStore.view(CandidateKeys.from_config(DedupConfig()), store)
+    return [{"id": v.doc_id, "status": v.status, "dup_of": v.dup_of, "distance": v.distance, "cluster": v.cluster}
+            for v in view.verdicts()]
+
+
+def test_a_report_reads_a_store_its_writer_is_working_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``zhdedup report --store`` during a crawl or a scan: the writer holds the lock, snapshots and appends;
+    the report reads a state the writer was in (the snapshot and the log's whole records after it), never
+    fails with "in use by another writer", and the writer goes on to the same verdicts as alone."""
+    corpus, store, page = _write_corpus(tmp_path / "corpus.jsonl"), tmp_path / "store", tmp_path / "report.html"
+    expected = list(_uninterrupted().values())
+    proc = _judge_proc(store, corpus, 0, 12_000, "--paced")  # a snapshot every ~30 documents
+    assert proc.stdin is not None and proc.stdout is not None
+    for judged in range(1, 121):  # the writer judges one document at a time, then waits, holding the lock
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline()) == expected[judged - 1]
+        if judged % 17 == 0:
+            assert cli_main(["report", "--store", str(store), "-o", str(page)]) == 0, capsys.readouterr().err
+            assert f'<td class="n" data-total="judged">{judged}</td>' in page.read_text(encoding="utf-8")
+            assert _view(store) == expected[:judged]
+    with pytest.raises(StoreLockedError):  # it is held all along: a second writer is still refused
+        Deduper.open(DedupConfig(), store)
+    proc.stdin.write("\n" * len(CORPUS))  # the rest without pause, read meanwhile
+    proc.stdin.close()
+    seen = []
+    while proc.poll() is None:
+        view = _view(store)
+        assert view == expected[:len(view)]
+        seen.append(len(view))
+    proc.stdout.read()
+    assert proc.wait() == 0, proc.stderr.read() if proc.stderr else ""
+    assert seen == sorted(seen) and _view(store) == expected
+    assert "in use" not in capsys.readouterr().err
 
 
 # --- kill -9 ---------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 from scrapy_zhdedup import DedupConfig, Deduper
 from tests.support import zhtexts
 from tests.support.helpers import write_jsonl
-from tests.unit.test_cli import ARTICLES, BAD, _bad_file, _oracle, _read, _records
+from tests.support.scans import ARTICLES, BAD, bad_file, oracle, read_verdicts, scan_records
 
 ZHDEDUP = Path(sys.executable).with_name("zhdedup")
 BIG_LINES = 20_000
@@ -51,13 +51,13 @@ def big_scan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
 
 def test_console_script(tmp_path: Path) -> None:
     """The installed `zhdedup` prints verdicts on stdout, bad lines and the summary on stderr."""
-    records = _records()
-    bad = _bad_file(tmp_path).read_text(encoding="utf-8").splitlines()
+    records = scan_records()
+    bad = bad_file(tmp_path).read_text(encoding="utf-8").splitlines()
     source = write_jsonl(tmp_path / "in.jsonl", records + bad)
     proc = subprocess.run([str(ZHDEDUP), "scan", str(source)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     good = [*records, {"id": "first", "text": ARTICLES[0].text}, {"id": "last", "text": ARTICLES[1].text}]
-    assert _read(proc.stdout) == _oracle(good)
+    assert read_verdicts(proc.stdout) == oracle(good)
     for number, _, reason in BAD:
         assert f"{source}:{len(records) + number}: {reason}" in proc.stderr
     assert f"zhdedup scan: {len(good)} judged" in proc.stderr
@@ -69,7 +69,7 @@ def test_20k_lines_run_with_bounded_memory(big_scan: dict[str, Any]) -> None:
     stdout, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 0, stderr[-3000:]
     peak_mb = int(stdout.strip().splitlines()[-1]) / 1024
-    out = _read((big_scan["workdir"] / "out.jsonl").read_text(encoding="utf-8"))
+    out = read_verdicts((big_scan["workdir"] / "out.jsonl").read_text(encoding="utf-8"))
     assert len(out) == big_scan["lines"] == BIG_LINES
     statuses = {o["status"] for o in out}
     assert statuses == {"unique", "exact", "near"}

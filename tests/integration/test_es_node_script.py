@@ -3,38 +3,23 @@ beside a running node: tests/es/test_es_node_script.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 from tests.support import ROOT
+from tests.support.node_script import run_node_script, stand_in_checkout
 
 SCRIPT = ROOT / "scripts" / "es-node.sh"
 
 
-def _checkout(root: Path) -> Path:
-    """A stand-in checkout: the scripts derive the nodes' identity from the directory they sit in."""
-    (root / "scripts").mkdir(parents=True)
-    for script in ("es-node.sh", "es-cluster.sh", "es-secure.sh"):
-        shutil.copy(SCRIPT.parent / script, root / "scripts" / script)
-    return root
-
-
-def _run(checkout: Path, command: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in ("ZHDEDUP_ES_PORT", "ZHDEDUP_ES_VERSION")}
-    return subprocess.run(["bash", str(checkout / "scripts" / "es-node.sh"), command], env={**clean, **env},
-                          capture_output=True, text=True, timeout=120, check=False)
-
-
 def _port(checkout: Path, **env: str) -> int:
-    proc = _run(checkout, "url", **env)
+    proc = run_node_script(checkout, "url", **env)
     assert proc.returncode == 0, proc.stderr
     return int(proc.stdout.strip().rsplit(":", 1)[1])
 
 
 def test_each_checkout_gets_its_own_stable_ports(tmp_path: Path) -> None:
-    a, b = _checkout(tmp_path / "a"), _checkout(tmp_path / "b")
+    a, b = stand_in_checkout(tmp_path / "a"), stand_in_checkout(tmp_path / "b")
     a9, b9 = _port(a, ZHDEDUP_ES_VERSION="9"), _port(b, ZHDEDUP_ES_VERSION="9")
     assert a9 != b9
     assert _port(a, ZHDEDUP_ES_VERSION="9") == a9
@@ -59,7 +44,7 @@ def _ports(checkout: Path, script: str, command: str) -> list[int]:
 
 
 def test_the_cluster_and_the_secure_node_of_each_checkout_have_ports_of_their_own(tmp_path: Path) -> None:
-    a, b = _checkout(tmp_path / "a"), _checkout(tmp_path / "b")
+    a, b = stand_in_checkout(tmp_path / "a"), stand_in_checkout(tmp_path / "b")
     clusters = [_ports(c, "es-cluster.sh", "urls") for c in (a, b)]
     secure = [_ports(c, "es-secure.sh", "url")[0] for c in (a, b)]
     assert all(len(ports) == 3 and all(30700 <= p < 32200 for p in ports) for ports in clusters)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,20 +9,7 @@ from pathlib import Path
 
 from scrapy_zhdedup.config import PREFIX
 from tests.support import ROOT
-from tests.unit.test_example import ARTICLE_PAGES, EXPECTED_REPEATS
-
-
-def run_example(tmp_path: Path, *args: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(PREFIX)}
-    out = tmp_path / "report.json"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "run_example.py"), "--work-dir", str(tmp_path / "run"),
-         "--json", str(out), *args],
-        capture_output=True, text=True, env=env, timeout=600, check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    assert "against the manifest:" in proc.stdout
-    return json.loads(out.read_text(encoding="utf-8"))
+from tests.support.example import ARTICLE_PAGES, EXPECTED_REPEATS, run_example
 
 
 def test_example_crawl_on_the_embedded_store(tmp_path: Path) -> None:

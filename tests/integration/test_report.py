@@ -13,7 +13,7 @@ import pytest
 
 from scrapy_zhdedup.cli.main import main
 from tests.support import ROOT
-from tests.unit.test_report import clusters_of, scanned
+from tests.support.reports import clusters_of, scanned
 
 SHOT = ROOT / ".cache" / "report-test" / "report.png"  # the browser test's screenshot, kept for a look
 

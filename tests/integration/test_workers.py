@@ -17,6 +17,7 @@ from scrapy_zhdedup.model import Prepared
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.workers import Job, PreparePool, Texts, TurnBatcher, prepare_job, prepared_by
 from tests.support import ROOT, zhtexts
+from tests.support.probes import inherited
 from tests.support.zhtexts import edit_chars, news_page, with_attribution
 
 ARTICLES = zhtexts.articles(40)
@@ -145,17 +146,13 @@ def test_workers_must_be_positive() -> None:
         PreparePool(DedupConfig(), prepare_job, workers=0)
 
 
-def _inherited(fingerprinter: Fingerprinter, item: int) -> bool:
-    return "xml.dom.minidom" in sys.modules  # imported by the parent below, by nothing in a worker
-
-
 FORKED = """
 import sys
 import xml.dom.minidom
 from scrapy_zhdedup import DedupConfig
 from scrapy_zhdedup.workers import PreparePool
-from tests.integration.test_workers import _inherited
-with PreparePool(DedupConfig(), _inherited, workers=2, fork=sys.argv[1] == "fork") as pool:
+from tests.support.probes import inherited
+with PreparePool(DedupConfig(), inherited, workers=2, fork=sys.argv[1] == "fork") as pool:
     print(sorted(set(pool.map(range(64)))))
 """
 
@@ -170,7 +167,7 @@ def test_scan_workers_are_forked_with_the_modules_imported(asked: str, inherited
 
 
 def test_fork_is_not_used_beside_another_thread() -> None:
-    pool: PreparePool[int, bool] = PreparePool(DedupConfig(), _inherited, workers=2, fork=True)
+    pool: PreparePool[int, bool] = PreparePool(DedupConfig(), inherited, workers=2, fork=True)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()

@@ -5,3 +5,4 @@ from pathlib import Path
 
 SUPPORT = Path(__file__).resolve().parent
 ROOT = SUPPORT.parent.parent  # the checkout: scripts/, examples/, README.md
+README = ROOT / "README.md"

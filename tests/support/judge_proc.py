@@ -5,7 +5,8 @@ CORPUS from line START on into the store and prints one flushed verdict line per
 whatever the test reads has been reported.  An id the store already judged with the same content
 gets its stored verdict back (the judge flow's rerun rule), so a resumed run repeats what was said.  ``--hold`` prints ``ready``
 after opening and waits for a line on stdin before judging, to keep the store locked.  ``--only N`` judges N lines,
-then waits for stdin to close without closing the store: a writer killed after exactly N documents.
+then waits for stdin to close without closing the store: a writer killed after exactly N documents.  ``--paced``
+waits for a line on stdin before each document, so a test reads the store at a point it chose, the writer alive.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def main(store: str, corpus: str, start: str, compact_after: str, *flags: str) -
     lines = Path(corpus).read_text(encoding="utf-8").splitlines()[int(start):]
     only = int(flags[flags.index("--only") + 1]) if "--only" in flags else None
     for line in lines[:only]:
+        if "--paced" in flags:
+            sys.stdin.readline()
         doc = json.loads(line)
         print(json.dumps(judge(deduper, doc["id"], doc["text"]), ensure_ascii=False), flush=True)
     if only is not None:

@@ -15,33 +15,8 @@ from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.cli.main import build_parser, main
 from tests.support import zhtexts
 from tests.support.helpers import write_jsonl
+from tests.support.scans import ARTICLES, BAD, bad_file, oracle, read_verdicts, scan_records
 from tests.support.zhtexts import news_page
-
-ARTICLES = zhtexts.articles(12)
-
-
-def _read(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def _records() -> list[dict[str, Any]]:
-    a = ARTICLES
-    return [
-        *({"id": x.id, "text": x.text} for x in a[:8]),
-        {"id": "copy-0", "text": zhtexts.full_width(a[0].text)},
-        {"id": "typo-1", "text": zhtexts.edit_chars(a[1].text, 1, seed=1)},
-        {"id": "repost-2", "text": zhtexts.with_attribution(a[2].text)},
-        {"id": "trad-3", "text": zhtexts.traditional(a[3].text)},
-        {"id": 9, "html": news_page(a[9].title, a[9].text)},  # numeric id, html instead of text
-        {"id": "page-9", "html": news_page(a[9].title, a[9].text, site="caijing")},
-        {"id": "copy-of-typo", "text": zhtexts.edit_chars(a[1].text, 1, seed=1)},
-    ]
-
-
-def _oracle(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    deduper = Deduper()
-    return [deduper.check(str(r["id"]), text=r.get("text"), html=r.get("html")).record() for r in records]
-
 
 # --- the 20k-line run, started first so it overlaps the quick tests ---------------------------------
 
@@ -52,13 +27,13 @@ def _oracle(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_scan_writes_one_line_per_input_in_input_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    records = _records()
+    records = scan_records()
     source = write_jsonl(tmp_path / "in.jsonl", records)
     assert main(["scan", "--workers", "1", str(source)]) == 0
     captured = capsys.readouterr()
-    out = _read(captured.out)
+    out = read_verdicts(captured.out)
     assert [o["id"] for o in out] == [str(r["id"]) for r in records]
-    assert out == _oracle(records)
+    assert out == oracle(records)
     by_id = {o["id"]: o for o in out}
     assert by_id[ARTICLES[0].id] == {"id": ARTICLES[0].id, "status": "unique", "dup_of": None, "reason": None,
                                      "similarity": None, "contained": None, "distance": None}
@@ -79,43 +54,21 @@ def test_scan_writes_one_line_per_input_in_input_order(tmp_path: Path, capsys: p
 
 
 def test_output_file_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    records = _records()
+    records = scan_records()
     source = write_jsonl(tmp_path / "in.jsonl", records)
     assert main(["scan", "--workers", "1", str(source), "-o", str(tmp_path / "verdicts.jsonl")]) == 0
     assert capsys.readouterr().out == ""
-    assert _read((tmp_path / "verdicts.jsonl").read_text(encoding="utf-8")) == _oracle(records)
-
-
-BAD = [
-    (2, "not json at all", "not JSON"),
-    (3, "[1, 2, 3]", "not a JSON object"),
-    (4, {"text": ARTICLES[1].text}, 'no usable "id"'),
-    (5, {"id": "", "text": ARTICLES[1].text}, 'no usable "id"'),
-    (6, {"id": {"nested": 1}, "text": ARTICLES[1].text}, 'no usable "id"'),
-    (7, {"id": "no-text"}, 'no "text" or "html" string'),
-    (8, {"id": "number-text", "text": 12345}, 'no "text" or "html" string'),
-    (9, {"id": "empty", "text": ""}, "no text to judge"),
-    (10, {"id": "spaces", "text": " \u3000\n "}, "no text to judge"),
-    (11, {"id": "markup", "html": "<html><script>var x = 1;</script></html>"}, "no text to judge"),
-    (12, '{"id": "truncated", "text": "国家统计局', "not JSON"),
-]
-
-
-def _bad_file(tmp_path: Path) -> Path:
-    lines: list[Any] = [{"id": "first", "text": ARTICLES[0].text}]
-    lines += [line for _, line, _ in BAD]
-    lines += ["", {"id": "last", "text": ARTICLES[1].text}]  # a blank line is not a record
-    return write_jsonl(tmp_path / "bad.jsonl", lines)
+    assert read_verdicts((tmp_path / "verdicts.jsonl").read_text(encoding="utf-8")) == oracle(records)
 
 
 def test_bad_lines_are_reported_with_line_numbers_and_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    source = _bad_file(tmp_path)
+    source = bad_file(tmp_path)
     with caplog.at_level(logging.WARNING):
         assert main(["scan", "--workers", "1", str(source)]) == 0
     captured = capsys.readouterr()
-    assert [o["id"] for o in _read(captured.out)] == ["first", "last"]
+    assert [o["id"] for o in read_verdicts(captured.out)] == ["first", "last"]
     messages = [r.getMessage() for r in caplog.records]
     for number, _, reason in BAD:
         assert any(f"{source}:{number}: {reason}" in m for m in messages), (number, messages)
@@ -132,7 +85,7 @@ def test_strict_stops_at_the_first_bad_line(tmp_path: Path, capsys: pytest.Captu
     assert main(["scan", "--workers", "1", str(source), "--strict"]) == 2
     captured = capsys.readouterr()
     assert f"zhdedup: error: {source}:{number}: {reason}" in captured.err
-    assert [o["id"] for o in _read(captured.out)] == ["a"]
+    assert [o["id"] for o in read_verdicts(captured.out)] == ["a"]
 
 
 def test_store_persists_across_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -144,17 +97,17 @@ def test_store_persists_across_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
         {"id": ARTICLES[6].id, "text": ARTICLES[6].text},
     ])
     assert main(["scan", "--workers", "1", str(first), "--store", str(store)]) == 0
-    assert {o["status"] for o in _read(capsys.readouterr().out)} == {"unique"}
+    assert {o["status"] for o in read_verdicts(capsys.readouterr().out)} == {"unique"}
     assert (store / "index.npz").exists() and (store / "store.json").exists()
     assert main(["scan", "--workers", "1", str(second), "--store", str(store)]) == 0
-    out = _read(capsys.readouterr().out)
+    out = read_verdicts(capsys.readouterr().out)
     assert out[0] == {"id": "again-0", "status": "exact", "dup_of": ARTICLES[0].id, "reason": "exact", "similarity": 1.0,
                       "contained": 1.0, "distance": 0}
     assert (out[1]["status"], out[1]["dup_of"]) == ("near", ARTICLES[1].id)
     assert out[2]["status"] == "unique"
     # without the store the second day knows nothing
     assert main(["scan", "--workers", "1", str(second)]) == 0
-    assert {o["status"] for o in _read(capsys.readouterr().out)} == {"unique"}
+    assert {o["status"] for o in read_verdicts(capsys.readouterr().out)} == {"unique"}
 
 
 def test_corrupt_store_is_an_error_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -172,9 +125,9 @@ def test_dedup_options_reach_the_engine(tmp_path: Path, capsys: pytest.CaptureFi
     source = write_jsonl(tmp_path / "in.jsonl", [{"id": "s", "text": article.text},
                                             {"id": "t", "text": zhtexts.traditional(article.text)}])
     assert main(["scan", "--workers", "1", str(source)]) == 0
-    assert _read(capsys.readouterr().out)[1]["dup_of"] == "s"
+    assert read_verdicts(capsys.readouterr().out)[1]["dup_of"] == "s"
     assert main(["scan", "--workers", "1", str(source), "--no-t2s", "--threshold", "0", "--features", "chars"]) == 0
-    assert _read(capsys.readouterr().out)[1]["status"] != "exact"
+    assert read_verdicts(capsys.readouterr().out)[1]["status"] != "exact"
 
 
 def test_missing_input_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -189,7 +142,7 @@ def test_bom_and_undecodable_bytes_in_the_input(tmp_path: Path, capsys: pytest.C
         "。".encode(), b"\xff", 1)
     source.write_bytes(b"\xef\xbb\xbf" + good + b"\n" + broken + b"\n")
     assert main(["scan", "--workers", "1", str(source)]) == 0
-    assert [o["status"] for o in _read(capsys.readouterr().out)] == ["unique", "unique"]
+    assert [o["status"] for o in read_verdicts(capsys.readouterr().out)] == ["unique", "unique"]
 
 
 # --- the console script --------------------------------------------------------------------------
@@ -246,7 +199,7 @@ def test_verbose_after_the_subcommand_and_a_directory_of_pages(tmp_path: Path,
                                                     charset="gbk").encode("gbk"))
     (site / "notes.txt").write_text("not a page", encoding="utf-8")
     assert main(["scan", str(site), "--workers", "1", "-v"]) == 0
-    assert _read(capsys.readouterr().out) == [
+    assert read_verdicts(capsys.readouterr().out) == [
         {"id": "a.html", "status": "unique", "dup_of": None, "reason": None, "similarity": None, "contained": None,
          "distance": None},
         {"id": "b/copy.htm", "status": "exact", "dup_of": "a.html", "reason": "exact", "similarity": 1.0,

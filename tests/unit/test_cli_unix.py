@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from es_plugin.commands.checkpoint import Checkpoint
 from scrapy_zhdedup import __version__
 from scrapy_zhdedup.cli.main import build_parser, main
-
-ES_COMMANDS = ("install", "status", "ingest", "search", "dedup-index", "reconcile")
+from tests.support.helpers import write_jsonl
+from tests.support.zhtexts import articles
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -42,6 +46,14 @@ def test_every_option_has_help_and_the_top_help_no_markup(capsys: pytest.Capture
     assert "``" not in out and "exit codes:" in out
 
 
+def test_the_top_help_names_every_es_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = " ".join(capsys.readouterr().out.split("    es ")[1].split("\n\n")[0].split())
+    assert listed == f"Elasticsearch: {', '.join(es_commands())}"
+    assert {"replay", "report"} <= set(es_commands())
+
+
 def test_every_es_command_names_its_index_with_the_same_option() -> None:
     for name, parser in es_commands().items():
         index = [a for a in parser._actions if a.dest == "es_index"]
@@ -63,5 +75,29 @@ def test_options_only_where_they_act(command: str, absent: tuple[str, ...]) -> N
     assert not dests & set(absent), dests & set(absent)
 
 
+@pytest.fixture(params=[0o022, 0o027])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    old = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(old)
 
 
+def test_outputs_get_their_mode_from_the_umask_as_every_unix_tool(umask: int, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Written through a temporary file and renamed (atomic), yet created as open(2) creates files: 0644
+    under umask 022, where mkstemp made every one 0600 and a report for colleagues unreadable to them."""
+    source = write_jsonl(tmp_path / "corpus.jsonl", [{"id": str(i), "text": a.text}
+                                                     for i, a in enumerate(articles(3) * 2)])
+    assert main(["scan", str(source), "-o", str(tmp_path / "verdicts.jsonl"), "--store", str(tmp_path / "store"),
+                 "--workers", "1"]) == 0
+    assert main(["report", str(tmp_path / "verdicts.jsonl"), "--input", str(source),
+                 "-o", str(tmp_path / "report.html")]) == 0
+    Checkpoint(tmp_path / "checkpoint.json", {"run": 1}, {"line": 3}).save()
+    written = [tmp_path / "verdicts.jsonl", tmp_path / "report.html", tmp_path / "store" / "index.npz",
+               tmp_path / "store" / "store.json", tmp_path / "checkpoint.json"]
+    assert {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in written} == \
+        {p.name: oct(0o666 & ~umask) for p in written}
+    assert not list(tmp_path.rglob("*.tmp"))
+    capsys.readouterr()

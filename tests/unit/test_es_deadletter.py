@@ -13,7 +13,7 @@ from es_plugin.errors import DeadLetterError
 from es_plugin.store.deadletter import STAT, DeadLetters, keep_only, locked, read
 from es_plugin.store.stats import EsStats
 from es_plugin.store.writer import Action
-from scrapy_zhdedup.store.files import atomic_write
+from scrapy_zhdedup.files.atomic import atomic_write
 from tests.support.helpers import Stats
 
 

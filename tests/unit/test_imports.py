@@ -103,6 +103,35 @@ def test_the_data_model_imports_nothing_of_ours() -> None:
     assert import_graph()["scrapy_zhdedup.model"] == set()
 
 
+def _edges(source: str, target: str) -> set[tuple[str, str]]:
+    """The imports from modules under ``source`` of modules under ``target``."""
+    return {(name, loaded) for name, edges in import_graph().items() if name.startswith(source + ".")
+            for loaded in edges if loaded.startswith(target + ".")}
+
+
+def test_es_plugin_uses_the_engine_not_the_embedded_store() -> None:
+    """The Elasticsearch side shares the engine and its utilities (files, the Bloom filter, the fingerprint
+    settings), not the embedded store's internals; ``es dedup-index`` judges against the embedded store in
+    memory on purpose, so that an index deduplicated there agrees with ``zhdedup scan``."""
+    assert _edges("es_plugin", "scrapy_zhdedup.store") == {
+        ("es_plugin.commands.dedup_index", "scrapy_zhdedup.store.embedded")}
+
+
+def test_the_report_does_not_reach_into_the_command_line() -> None:
+    assert _edges("scrapy_zhdedup.report", "scrapy_zhdedup.cli") == set()
+
+
+def test_tests_import_shared_helpers_only_from_support() -> None:
+    """One way to share a test helper: ``tests/support/``, never another test module."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else \
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            found += [f"{path.relative_to(ROOT)}: {name}" for name in names
+                      if name.startswith("tests.") and not name.startswith("tests.support")]
+    assert found == []
+
 if __name__ == "__main__":
     for group in cycles(import_graph()):
         print(" ".join(group))

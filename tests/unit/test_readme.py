@@ -8,9 +8,7 @@ import importlib.util
 import re
 from types import ModuleType
 
-from tests.support import ROOT
-
-README = ROOT / "README.md"
+from tests.support import README, ROOT
 
 
 def update_readme() -> ModuleType:

@@ -7,45 +7,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.cli.main import main
 from scrapy_zhdedup.report.page import MAX_CHAR_DIFF, diff
+from scrapy_zhdedup.text.clean import TextCleaner
 from tests.support.helpers import write_jsonl
-from tests.support.zhtexts import articles, edit_chars, news_page, traditional, with_attribution
-
-TRICKY = 'x/<script>alert("id")</script>'
-
-
-def corpus() -> list[dict[str, Any]]:
-    """Six articles; one with three repeats (an exact copy, a repost with a source line, two edited
-    characters), one with a repost in traditional characters, one repeated under an id that is markup."""
-    a = articles(6, max_chars=900)
-    return [
-        {"id": "a/0", "text": a[0].text}, {"id": "a/1", "text": a[1].text}, {"id": "a/2", "text": a[2].text},
-        {"id": "b/0-copy", "text": a[0].text},
-        {"id": "c/0-repost", "html": news_page(a[0].title, with_attribution(a[0].text), site="caijing")},
-        {"id": "a/3", "text": a[3].text},
-        {"id": "d/0-typo", "text": edit_chars(a[0].text, 2, 7)},
-        {"id": "b/1-traditional", "text": traditional(a[1].text)},
-        {"id": "a/4", "text": a[4].text}, {"id": TRICKY, "text": edit_chars(a[2].text, 1, 3)},
-        {"id": "a/5", "text": a[5].text},
-    ]
-
-
-def scanned(tmp_path: Path) -> tuple[Path, Path]:
-    source = write_jsonl(tmp_path / "corpus.jsonl", corpus())
-    verdicts = tmp_path / "verdicts.jsonl"
-    assert main(["scan", str(source), "-o", str(verdicts), "--workers", "1"]) == 0
-    return source, verdicts
-
-
-def clusters_of(page: str) -> list[int]:
-    return [int(n) for n in re.findall(r'<section class="cluster" id="c\d+" data-size="(\d+)"', page)]
-
+from tests.support.reports import TRICKY, clusters_of, corpus, member, scanned, text_of
+from tests.support.zhtexts import traditional
 
 # --- the difference of two texts ---------------------------------------------------------------------
 
@@ -67,6 +38,20 @@ def test_a_long_changed_run_is_marked_whole_not_compared_character_by_character(
                                                                              ("new", "乙")]
 
 
+def test_the_difference_compares_what_the_engine_compares_and_shows_what_was_written() -> None:
+    """A copy in traditional characters, full-width punctuation or "…" is the same text to the engine: shown
+    shared, each side in its own characters; what differs in the compared form is still marked."""
+    normalise = TextCleaner().normalise
+    original = "国家统计局今天发布数据，十月份居民消费价格上涨。这是第二句话…"
+    repeat = traditional(original).replace("，", ",").replace("…", "...")
+    assert repeat != original
+    assert diff(original, repeat, normalise) == ([("same", original)], [("same", repeat)])
+    left, right = diff(original, traditional("来源：新华网\n") + repeat.replace("第二", "第三"), normalise)
+    assert "".join(t for _, t in left) == original
+    assert ("new", traditional("来源：新华网\n")) in right and ("new", "三") in right and ("gone", "二") in left
+    assert diff(original, repeat) != ([("same", original)], [("same", repeat)])  # compared as given: differs
+
+
 # --- the sources ---------------------------------------------------------------------------------------
 
 
@@ -80,13 +65,17 @@ def test_a_report_of_a_scan_shows_each_cluster_largest_first_with_what_decided(t
     assert clusters_of(page) == [4, 2, 2]  # a/0 and its three repeats first
     assert '<meta charset="utf-8">' in page and '<html lang="zh-CN">' in page and "Noto Sans CJK SC" in page
     assert not re.search(r'(src|href)="(https?:)?//', page)  # nothing fetched: opens offline, with a double click
-    assert page.count('<mark class="shared">') >= 4 and re.search(r"<ins>[^<]*来源:金桥财经网\n</ins>", page)
+    assert page.count('<mark class="shared">') >= 4 and re.search(r"<ins>[^<]*来源：金桥财经网\n</ins>", page)  # as written
     assert re.search(r"<del>.</del>", page) and re.search(r"<ins>冇</ins>", page)  # an edited character
     assert "· same text (content hash)" in page
     assert re.search(r"· (similar|contained: \d+% of it inside), similarity [01]\.\d\d", page)
     assert "(SimHash distance " in page and "it decides nothing" in page
     assert TRICKY not in page and "x/&lt;script&gt;alert(&quot;id&quot;)&lt;/script&gt;" in page
     assert '<td class="n" data-total="judged">11</td>' in page
+    copy = member(page, "b/1-traditional")  # an exact copy in traditional characters, shown as it was written
+    assert copy["status"] == "exact" and copy["why"] == "same text (content hash)"
+    assert "<ins>" not in copy["repeat"] and "<del>" not in copy["original"]
+    assert text_of(copy["repeat"]) == traditional(text_of(copy["original"])) != text_of(copy["original"])
 
 
 def test_a_report_of_a_crawls_store_takes_the_texts_from_its_exported_items(tmp_path: Path,
@@ -115,7 +104,7 @@ def test_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     source, verdicts = scanned(tmp_path)
     capsys.readouterr()
     for argv, said in [(["report"], "give zhdedup scan's verdicts"),
-                       (["report", str(verdicts)], "--input: the scan's input"),
+                       (["report", str(verdicts)], "--input is required"),
                        (["report", str(verdicts), "--input", str(source), "--max-clusters", "0"], "at least 1"),
                        (["report", "--store", str(tmp_path)], "not a scrapy-zhdedup store"),
                        (["report", str(source), "--input", str(source), "-o", str(tmp_path / "no" / "r.html")],
@@ -124,12 +113,21 @@ def test_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert said in capsys.readouterr().err, argv
 
 
-
-
-# --- in a real browser -----------------------------------------------------------------------------------
-
-
-
-
-
-
+def test_a_report_whose_input_has_none_of_the_ids_says_so_and_fails(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The wrong --input (another corpus, a directory of pages, a feed read by the wrong --id-field) is an
+    error naming it, not a report of clusters without texts and advice about drop-mode crawls."""
+    source, verdicts = scanned(tmp_path)
+    pages = tmp_path / "site"
+    pages.mkdir()
+    (pages / "index.html").write_text("<html><body><p>首页</p></body></html>", encoding="utf-8")
+    other = write_jsonl(tmp_path / "other.jsonl", [{"id": "z", "text": "另一个语料"}])
+    out = tmp_path / "report.html"
+    capsys.readouterr()
+    for wrong in (pages, other):
+        assert main(["report", str(verdicts), "--input", str(wrong), "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"{wrong}: no record has the 'id' of a judged document: give the scan's input" in err, err
+        assert "drop-mode" not in err and not out.exists()
+    assert main(["report", str(verdicts), "--input", str(source), "--id-field", "url", "-o", str(out)]) == 2
+    assert "no record has the 'url'" in capsys.readouterr().err

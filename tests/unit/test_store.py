@@ -17,16 +17,16 @@ import numpy as np
 import pytest
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError, StoreFailedError
+from scrapy_zhdedup.files.atomic import atomic_write
 from scrapy_zhdedup.index.bandindex import BandIndex
 from scrapy_zhdedup.index.bands import BandLayout
+from scrapy_zhdedup.index.bloom import ExactFilter
 from scrapy_zhdedup.index.multimap import KeyTable
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.model import Features
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.simhash import hamming
-from scrapy_zhdedup.store.bloom import ExactFilter
 from scrapy_zhdedup.store.embedded import INDEX_FILE, EmbeddedStore
-from scrapy_zhdedup.store.files import atomic_write
 from scrapy_zhdedup.store.log import LOG_FILE
 from scrapy_zhdedup.store.meta import META_FILE
 from scrapy_zhdedup.text.clean import content_hash
@@ -548,3 +548,33 @@ def test_a_failed_save_leaves_the_old_file_and_no_temporary_file(tmp_path: Path)
         atomic_write(target, fail_halfway)
     assert target.read_bytes() == b"old contents"
     assert os.listdir(tmp_path) == [INDEX_FILE]
+
+
+def test_a_view_read_while_the_writer_replaces_the_snapshot_reads_again(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer renames a new snapshot into place, then empties the log: a view that read the old
+    snapshot and then the emptied log would miss every document between; it sees the snapshot changed
+    and reads both again."""
+    from scrapy_zhdedup.store import embedded
+
+    writer = Deduper.open(DedupConfig(), tmp_path)
+    for a in ARTICLES[:20]:
+        writer.check(a.id, text=a.text)
+    writer.save()
+    for a in ARTICLES[20:30]:  # in the log, after the snapshot
+        writer.check(a.id, text=a.text)
+    reads = []
+
+    def read_log_meanwhile(path: Path) -> embedded.ReadResult:
+        if not reads:  # the first view has read the snapshot: the writer judges on and snapshots
+            for a in ARTICLES[30:]:
+                writer.check(a.id, text=a.text)
+            writer.save()
+        reads.append(path)
+        return embedded.read_log(path)
+
+    monkeypatch.setattr(embedded, "_read_log", read_log_meanwhile)
+    view = EmbeddedStore.view(CandidateKeys.from_config(DedupConfig()), tmp_path)
+    assert len(reads) == 2 and [v.doc_id for v in view.verdicts()] == [a.id for a in ARTICLES]
+    assert [v for v in view.verdicts()] == [writer.store.previous(a.id) for a in ARTICLES]
+    writer.close()

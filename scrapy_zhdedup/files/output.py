@@ -6,6 +6,7 @@ was expected; and an output that names one of the inputs is refused before anyth
 for writing (``-o c.jsonl c.jsonl`` used to empty the input).  An output that is not a regular file
 (``-o /dev/null``, a named pipe) is written in place: renaming over it would replace the device
 with a file (run as root, ``scan -o /dev/null`` left a root-only 0600 regular file at /dev/null).
+The file gets the umask's mode, as a shell redirection's would (atomic.py).
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import IO
 
 from ..errors import OutputError
+from .atomic import temporary_beside
 
 STDOUT = "-"
 
@@ -58,8 +59,7 @@ class AtomicOutput:
         if self.path.exists() and not stat.S_ISREG(self.path.stat().st_mode):
             self._fh = open(self.path, "w", encoding="utf-8")
             return self
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        self._tmp = Path(tmp)
+        fd, self._tmp = temporary_beside(self.path)
         self._fh = os.fdopen(fd, "w", encoding="utf-8")
         return self
 
