@@ -237,7 +237,8 @@ def test_crawl_through_a_node_crash_loses_nothing(fault_node: FaultNode, site: s
     urls = [f"{site}{r['id']}.html" for r in records]
     # paced so that the node is down while pages are still coming (a restart takes tens of seconds)
     settings = es_settings(url, index, tmp_path, ZHDEDUP_MODE="annotate", ZHDEDUP_ES_MAX_RETRIES=2,
-                           ZHDEDUP_ES_TIMEOUT=5, DOWNLOAD_DELAY=0.4, RANDOMIZE_DOWNLOAD_DELAY=False)
+                           ZHDEDUP_ES_OUTAGE_TIMEOUT=0, ZHDEDUP_ES_TIMEOUT=5, DOWNLOAD_DELAY=0.4,
+                           RANDOMIZE_DOWNLOAD_DELAY=False)  # no budget: items past the retries are dead-lettered
     with running(crawl_cmd(urls, tmp_path, settings), tmp_path / "crawl.log", cwd=tmp_path) as proc:
         wait_for(lambda: doc_count(url, index) >= len(records) // 5, proc, "a fifth of the pages stored")
         fault_node.kill()
