@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from scrapy_zhdedup.pipelines.delivery import DeliveryLedger
 from tests.support.es_runs import (
     CHUNK,
     RUN_TIMEOUT,
@@ -124,6 +125,10 @@ def test_past_the_outage_budget_the_printed_command_delivers_what_the_crawl_did_
     held = {line["doc_id"] for line in dead_lines(dead) if line["stage"] == "lookup"}
     assert held, f"the node was away longer than the budget: some items are held back\n{log[-5000:]}"
     assert not held & set(result["scraped"]), "an item not judged was delivered as judged"
+    ledger = DeliveryLedger(tmp_path, index)  # beside the dead-letter file, as the crawl kept it
+    ledger.open()
+    ledger.close()
+    assert held <= ledger.undelivered, f"reported delivered, never delivered: {sorted(held - ledger.undelivered)[:5]}"
     assert result["stats"].get("zhdedup/not_delivered") == len(held)
     printed = re.findall(r"judge and store them with: (zhdedup es replay [^;\n]+)", log)
     assert len(printed) == 1, log[-5000:]
@@ -132,9 +137,12 @@ def test_past_the_outage_budget_the_printed_command_delivers_what_the_crawl_did_
     output = Path(args[args.index("--output") + 1])
 
     replayed = zhdedup(*args)
+    (tmp_path / "replay.log").write_text(replayed.stdout + replayed.stderr, encoding="utf-8")  # for a look
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     recovered = [json.loads(line)["url"] for line in output.read_text(encoding="utf-8").splitlines()]
     assert set(recovered) <= held
+    assert ", drop mode: " in replayed.stdout, replayed.stdout
+    assert f"{len(recovered)} items delivered to {output}" in replayed.stdout, replayed.stdout
     assert_one_copy_of_each_story(result["scraped"] + recovered, list(stored(fault_node.url, index)), reference, urls)
 
     # the next run of the same crawl: everything it finds was delivered by this one or by the replay
