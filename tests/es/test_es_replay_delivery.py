@@ -96,5 +96,5 @@ def test_without_output_the_items_stay_undelivered_for_the_next_crawl(es_url: st
 def test_lines_of_both_modes_need_mode(es_url: str, index: str, tmp_path: Path) -> None:
     dead = tmp_path / "dead.jsonl"
     write_jsonl(dead, [lookup_line(index, "u/first", FIRST, "drop"), lookup_line(index, "u/other", OTHER, "annotate")])
-    with pytest.raises(InputError, match="both modes.*--mode"):
+    with pytest.raises(InputError, match=r"both modes.*--mode"):
         replay(dead, DedupConfig(), config(es_url, index))
