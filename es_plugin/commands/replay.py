@@ -120,8 +120,10 @@ async def _replay(path: Path, dedup: DedupConfig, es: EsConfig, asked: str | Non
             replayed = done & set(mine)
             try:
                 if output is not None and finished:
-                    delivered = await _deliver(client, es.es_index, path, output, mode,
-                                               [records[i] for i in undelivered if i in replayed], policy)
+                    refused = {str(r.get("doc_id")) for r in read(path)[0][len(records):]}  # appended since
+                    delivered = await _deliver(client, es.es_index, path, output, mode, [
+                        records[i] for i in undelivered if i in replayed and str(records[i]["doc_id"]) not in refused],
+                        policy)
                 elif output is not None:  # stopped: their lines stay, for the replay that delivers them
                     replayed -= set(undelivered)
             finally:
@@ -137,8 +139,9 @@ async def _deliver(client: AsyncElasticsearch, index: str, path: Path, output: P
                    replayed: list[dict[str, Any]], policy: RetryPolicy) -> int:
     """Append to ``output`` the replayed items the crawl's ledger (beside the dead-letter file) says were
     never delivered and the index now holds, then mark every one of those delivered there (a repeat
-    dropped in drop mode counts, as a crawl's drop does).  One a re-crawl delivered meanwhile is not in
-    the ledger any more, so it is not delivered twice."""
+    dropped in drop mode counts, as a crawl's drop does; ``replayed`` leaves out those refused again,
+    which stay undelivered for a re-crawl).  One a re-crawl delivered meanwhile is not in the ledger any
+    more, so it is not delivered twice."""
     ledger = DeliveryLedger(path.parent, index)
     ledger.open()
     try:
