@@ -87,8 +87,10 @@ class Outage:
         logger.warning("zhdedup: Elasticsearch at %s does not answer (%s); items wait for it, and a crawl slows "
                        "down, for up to %g s (ZHDEDUP_ES_OUTAGE_TIMEOUT)", self.url or "the node", why, self.budget)
 
-    def answered(self) -> None:
-        if self.since is None:
+    def answered(self, sent: float) -> None:
+        """A request sent at ``sent`` was answered; one sent before the node went away (answered while it
+        was shutting down) does not say it is back."""
+        if self.since is None or sent < self.since:
             return
         seconds = time.monotonic() - self.since
         lost = ("past the budget, what could not wait is in the dead-letter file (see the line at close)"
@@ -151,13 +153,13 @@ class RetryPolicy:
                 response = yield call
             except (TransportError, ApiError) as exc:
                 if not self.transient(exc):
-                    self.outage.answered()
+                    self.outage.answered(sent)
                     raise
                 if not self.retries(attempt, reason(exc), sent):
                     raise
             else:
                 if complete is None or complete(response):
-                    self.outage.answered()
+                    self.outage.answered(sent)
                     return response
                 if not self.retries(attempt, "HTTP 200 without the answers of some shards", sent):
                     return response

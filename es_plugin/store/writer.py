@@ -69,11 +69,11 @@ class BulkWriter:
                     yield Sleep(self.policy.delay(attempt))
                     continue
                 if not self.policy.transient(exc):
-                    self.policy.outage.answered()
+                    self.policy.outage.answered(sent)
                 self.stats.inc("errors", len(pending))
                 result.failed += [(action, exc) for action in pending]
                 return result
-            self.policy.outage.answered()
+            self.policy.outage.answered(sent)
             retry = []
             for action, item in zip(pending, response["items"]):
                 outcome = next(iter(item.values()))

@@ -105,7 +105,18 @@ def test_a_request_sent_before_the_node_came_back_opens_no_new_outage(clock: Clo
         outage.failed("no HTTP status: the connection failed", clock.now)
         sent = clock.now + 1  # a request sent while the node was starting
         clock.now += 5
-        outage.answered()
+        outage.answered(clock.now)
         outage.failed("no HTTP status: the request timed out", sent)  # it times out now
     assert outage.since is None
     assert len(warnings(caplog)) == 2
+
+
+def test_an_answer_to_a_request_sent_before_the_node_went_away_does_not_end_the_outage(
+        clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    outage = Outage("http://node:9200", budget=300)
+    sent = clock.now  # a request on its way while the node shuts down
+    clock.now += 1
+    with caplog.at_level(logging.WARNING):
+        outage.failed("no HTTP status: the connection failed", clock.now)
+        outage.answered(sent)  # answered before the node went
+    assert outage.since is not None and len(warnings(caplog)) == 1
