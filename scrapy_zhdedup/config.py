@@ -145,8 +145,12 @@ class EsConfig:
     es_flush_interval: float = option(5.0, "seconds before a partly filled bulk is written", group=WRITING)
     es_batch_window: float = option(0.05, "seconds an item may wait for others arriving meanwhile, to be looked "
                                           "up with them in one request", group=WRITING)
-    es_max_retries: int = option(5, "retries, with exponential backoff, before a document is dead-lettered",
-                                 group=WRITING)
+    es_max_retries: int = option(5, "retries, with exponential backoff (to 4 s), of a failed request; more while "
+                                    "an outage is shorter than `ZHDEDUP_ES_OUTAGE_TIMEOUT`", group=WRITING)
+    es_outage_timeout: float = option(
+        300.0, "seconds work waits while Elasticsearch does not answer (a node restarting): a crawl holds its items "
+               "and slows down, retrying; past them what cannot be judged or stored goes to the dead-letter file, "
+               "undelivered until replayed", group=WRITING)
     es_dead_letter: str = option("", "JSONL file for documents not judged or not stored", group=WRITING,
                                  shown="`zhdedup-dead-letter.jsonl` in JOBDIR (crawl) or beside the checkpoints "
                                        "(`es ingest`), else in `./`")

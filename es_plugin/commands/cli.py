@@ -92,8 +92,12 @@ def _writing_commands(esub: argparse._SubParsersAction) -> None:
     p = esub.add_parser("replay", help="judge and store again the documents of a dead-letter file")
     p.add_argument("dead_letter", type=Path, metavar="DEAD_LETTER", help="the dead-letter JSONL file")
     _options(p, dedup=None, search=True, writing=True, dead_letter=False)
-    p.add_argument("--mode", choices=("annotate", "drop"), default="annotate",
-                   help="annotate: store duplicates too, marked (default); drop: store first copies only")
+    p.add_argument("--mode", choices=("annotate", "drop"), default=None,
+                   help="annotate: store duplicates too, marked; drop: store first copies only (default: the mode "
+                        "of the run that wrote the lines)")
+    p.add_argument("--output", type=Path, default=None, metavar="FILE",
+                   help="append the items a crawl could not judge, and so did not deliver, to FILE as JSON lines "
+                        "once judged (drop mode: the first copies), and mark them delivered in the crawl's ledger")
     p.add_argument("--html-field", default="html",
                    help="document field holding the page, judged instead of the text (default %(default)s)")
     p.set_defaults(func=_es_errors(cmd_replay))
@@ -323,11 +327,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from .replay import replay
 
     report = replay(args.dead_letter, from_args(DedupConfig, args), from_args(EsConfig, args), mode=args.mode,
-                    text_field=args.es_text_field, html_field=args.html_field)
-    print(f"zhdedup es replay: {report['replayed']} documents of {report['index']} in {report['file']}: "
-          f"{report['unique']} unique, {report['exact']} exact, {report['near']} near, {report['already_stored']} "
-          f"already stored, {report['bad']} bad, {report['failed']} refused again (kept in the file); "
-          f"{report['other_lines']} lines for other indices kept")
+                    text_field=args.es_text_field, html_field=args.html_field, output=args.output)
+    delivered = f"; {report['delivered']} items delivered to {report['output']}" if report["output"] else ""
+    print(f"zhdedup es replay: {report['replayed']} documents of {report['index']} in {report['file']}, "
+          f"{report['mode']} mode: {report['unique']} unique, {report['exact']} exact, {report['near']} near, "
+          f"{report['already_stored']} already stored, {report['bad']} bad, {report['failed']} refused again (kept "
+          f"in the file); {report['other_lines']} lines for other indices kept{delivered}")
     return 1 if report["failed"] or report["bad"] else 0
 
 

@@ -60,7 +60,7 @@ from .groupcommit import Entry
 from .journal import Journal, orphans
 from .judging import JudgingCoordinator, on_thread
 from .lookups import EsLookups
-from .retry import RetryPolicy
+from .retry import BACKOFF_CAP, Outage, RetryPolicy
 from .stats import EsStats
 from .writer import BulkWriter
 from .writes import VerdictWrites
@@ -115,7 +115,7 @@ class ElasticsearchBackend:
 
     def __init__(self, dedup: DedupConfig, es: EsConfig, *, stats: Any = None, index_duplicates: bool = False,
                  client: AsyncElasticsearch | None = None, backoff_base: float = 0.5,
-                 backoff_cap: float = 30.0, workers: int = 1, in_order: bool = False, journal: bool = True,
+                 backoff_cap: float = BACKOFF_CAP, workers: int = 1, in_order: bool = False, journal: bool = True,
                  needs: Needs = CRAWL) -> None:
         """``workers`` > 1: :meth:`judge` prepares items on that many processes (``ZHDEDUP_WORKERS``).
         ``in_order``: a lookup batch starts only when the one before it returned, at most
@@ -140,8 +140,10 @@ class ElasticsearchBackend:
         self.index = es.es_index
         self.search = SearchText(es.es_text_field, es.es_analysis)
         self.stats = EsStats(stats)
-        self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_NAME), self.index, self.stats)
-        policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
+        self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_NAME), self.index, self.stats,
+                                        mode="annotate" if index_duplicates else "drop")
+        self.outage = Outage(self.url, es.es_outage_timeout)
+        policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap, self.outage)
         self.lookups = EsLookups(self.index, keys, rule, policy, self.stats)
         self.writer = BulkWriter(self.index, policy, self.stats, refresh=True)
         self.writes = VerdictWrites(self.layout, self.search, index_duplicates, ExactFilter(
@@ -198,7 +200,7 @@ class ElasticsearchBackend:
         return self.dead_letters.path.parent, self.index
 
     def replay_hint(self) -> str:
-        return f"zhdedup es replay {self.dead_letter_path} --url {self.url} --index {self.index}"
+        return self.dead_letters.replay_hint(self.url)
 
     # -- the Backend protocol ---------------------------------------------------------------------
 
@@ -232,13 +234,15 @@ class ElasticsearchBackend:
         """:meth:`judge` of a document prepared elsewhere (``es ingest``'s worker processes), with its
         words for search when they were segmented there too (``chinese.segment``)."""
         self._check_open()
-        return await (await self._start()).judge((prepared, document, words))
+        with self.outage.holding(1):
+            return await (await self._start()).judge((prepared, document, words))
 
     async def judge_many(self, entries: Sequence[Entry]) -> list[Verdict | Exception]:
         """Judge prepared documents in order with one ``mget`` and one ``_msearch`` for all of them
         (judging.py): the verdicts are those of judging them one at a time in this order."""
         self._check_open()
-        return await (await self._start()).judge_many(entries)
+        with self.outage.holding(len(entries)):
+            return await (await self._start()).judge_many(entries)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -266,8 +270,7 @@ class ElasticsearchBackend:
             if self._turns is not None:
                 self._turns.pool.__exit__(None, None, None)
         if self.dead_lettered:
-            logger.error("zhdedup: %d documents could not be judged or stored in Elasticsearch; they are in %s. "
-                         "Store them with: %s", self.dead_lettered, self.dead_letter_path, self.replay_hint())
+            logger.error("zhdedup: %s", self.dead_letters.summary(self.url))
 
     # -- start -------------------------------------------------------------------------------------
 

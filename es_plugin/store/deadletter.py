@@ -1,5 +1,11 @@
 """The dead-letter file: documents Elasticsearch did not take, one JSON line each with why and when.
 
+Two kinds of line, by ``stage``: ``lookup``, an item that could not be judged (the node away longer than
+``ZHDEDUP_ES_OUTAGE_TIMEOUT``): a crawl did not deliver it, and ``zhdedup es replay --output`` delivers
+it once judged; ``bulk``/``conflict``, a document judged (and delivered) but not stored.  Each line
+names the ``mode`` of the run that wrote it, which the replay judges in (a drop-mode index never
+gets a repeat from its replay).
+
 Nothing may vanish between "judged" and "stored", so this file is the last resort, and it must
 itself never fail silently: it is checked for writability when a run starts, and a failed write
 raises :class:`DeadLetterError` naming the file (the caller stops; see backend.py).
@@ -60,8 +66,10 @@ class DeadLetters:
     path: Path
     index: str
     stats: EsStats
+    mode: str = "annotate"  # the run's: ``drop`` stores first copies only
     count: int = 0
     retryable: int = 0
+    unjudged: int = 0  # items not judged (stage ``lookup``): not delivered by a crawl
 
     def __post_init__(self) -> None:
         self.path = self.path.absolute()  # messages name it; a relative path depends on where one stands
@@ -87,7 +95,7 @@ class DeadLetters:
             doc_id = named(document)
         return {
             "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "index": self.index,
-            "stage": stage, "op": action.op if action else None, "_id": action.id if action else None,
+            "stage": stage, "mode": self.mode, "op": action.op if action else None, "_id": action.id if action else None,
             "doc_id": doc_id, "status": status, "reason": reason, "retryable": retryable(error),
             "document": document,
         }
@@ -105,9 +113,31 @@ class DeadLetters:
                 f"file {self.path} ({exc.strerror or exc}); stopping so that nothing more is lost") from exc
         self.count += len(records)
         self.retryable += sum(r["retryable"] for r in records)
+        self.unjudged += sum(r["stage"] == "lookup" for r in records)
         self.stats.inc_key(STAT, len(records))
-        logger.error("zhdedup: %d document(s) not stored in Elasticsearch (%s: %.300s); written to %s",
-                     len(records), records[0]["stage"], records[0]["reason"], self.path)
+        status = records[0]["status"]
+        logger.error("zhdedup: %d document(s) not %s in Elasticsearch (%s); written to %s", len(records),
+                     "judged" if records[0]["stage"] == "lookup" else "stored",
+                     "no HTTP status" if status is None else f"HTTP {status}", self.path)
+
+    def delivery_path(self) -> Path:
+        """Where the replay the crawl prints appends the items it delivers (beside this file)."""
+        return self.path.with_name(f"{self.path.stem}-delivered.jsonl")
+
+    def replay_hint(self, url: str) -> str:
+        """The command that stores these documents, in this run's mode, and delivers the items not judged."""
+        output = f" --output {self.delivery_path()}" if self.unjudged else ""
+        return f"zhdedup es replay {self.path} --url {url} --index {self.index} --mode {self.mode}{output}"
+
+    def summary(self, url: str) -> str:
+        """The line at close: what is in the file and the command that recovers it."""
+        stored = self.count - self.unjudged
+        parts = [f"{self.unjudged} items could not be judged and were not delivered"] if self.unjudged else []
+        parts += [f"{stored} documents judged were not stored"] if stored else []
+        deliver = (f"; it appends the new ones among those not delivered to {self.delivery_path()} (the rest of "
+                   f"the feed)") if self.unjudged else ""
+        return (f"{' and '.join(parts)} in Elasticsearch; they are in {self.path}. Once it answers, judge and store "
+                f"them with: {self.replay_hint(url)}{deliver}")
 
 
 def read(path: Path) -> tuple[list[dict[str, Any]], int]:

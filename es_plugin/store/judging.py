@@ -43,6 +43,7 @@ from .buffer import BulkBuffer
 from .deadletter import DeadLetters
 from .groupcommit import Entry, LookupWindow
 from .lookups import FLUSHED_AGE, EsLookups, query_features, repeat_id
+from .retry import reason
 from .writes import VerdictWrites
 
 T = TypeVar("T")
@@ -257,9 +258,8 @@ class JudgingCoordinator:
             for _, p, d in todo])
         for i, prepared, _ in todo:
             error = LookupFailedError(
-                f"zhdedup: looking up {prepared.doc_id!r} in Elasticsearch at {self.url} failed after "
-                f"{self.lookups.policy.max_retries} retries ({exc}); the item was written to "
-                f"{self.dead_letters.path} and not judged")
+                f"Elasticsearch at {self.url} did not answer the lookups of {prepared.doc_id!r} ({reason(exc)}); "
+                f"the item was kept in {self.dead_letters.path}, not judged")
             error.__cause__ = exc
             outcomes[i] = error
         return cast("list[Verdict | Exception]", outcomes)

@@ -98,7 +98,7 @@ class EsLookups:
         self.stats.inc("lookups")
         response = yield from self.policy.call(
             lambda c: c.mget(index=self.index, ids=list(digests), source_includes=FIRST_COPY, realtime=True),
-            self.stats)
+            self.stats, lambda r: not any("error" in doc for doc in r["docs"]))  # a shard not started yet
         found = []
         for doc in response["docs"]:
             if "error" in doc:

@@ -1,7 +1,7 @@
 """THE bulk path: every write to Elasticsearch (backend, ``dedup-index``, ``reconcile``) goes through here.
 
-Requests and bulk items that fail transiently are retried by the one retry policy (retry.py); bulk
-items also on the 403 of a write-blocked index.  A ``create`` answered 409 is not an error but a
+Requests and bulk items that fail transiently are retried by the one retry policy (retry.py), through
+an outage within its budget; bulk items also on the 403 of a write-blocked index.  A ``create`` answered 409 is not an error but a
 conflict for the caller to resolve (another writer stored the same text first).  What Elasticsearch
 rejects for good is returned to the caller, which raises (``dedup-index``, ``reconcile``) or writes
 it to the dead-letter file (the backend; deadletter.py).
@@ -10,6 +10,7 @@ it to the dead-letter file (the backend; deadletter.py).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError
 
 from ..operations import Call, Sleep, Steps
-from .retry import RetryPolicy, retryable
+from .retry import RetryPolicy, reason, retryable
 from .stats import EsStats
 
 
@@ -58,17 +59,21 @@ class BulkWriter:
         pending, attempt = list(actions), 0
         while pending:
             operations = [line for action in pending for line in action.operations(self.index)]
+            sent = time.monotonic()
             try:
                 response = yield _bulk(operations, self.refresh)
             except (TransportError, ApiError) as exc:
-                if self.policy.transient(exc) and attempt < self.policy.max_retries:
+                if self.policy.transient(exc) and self.policy.retries(attempt, reason(exc), sent):
                     attempt += 1
                     self.stats.inc("retries")
                     yield Sleep(self.policy.delay(attempt))
                     continue
+                if not self.policy.transient(exc):
+                    self.policy.outage.answered(sent)
                 self.stats.inc("errors", len(pending))
                 result.failed += [(action, exc) for action in pending]
                 return result
+            self.policy.outage.answered(sent)
             retry = []
             for action, item in zip(pending, response["items"]):
                 outcome = next(iter(item.values()))
@@ -82,7 +87,7 @@ class BulkWriter:
                 else:
                     self.stats.inc("errors")
                     result.failed.append((action, outcome))
-            if retry and attempt >= self.policy.max_retries:
+            if retry and attempt >= self.policy.max_retries:  # the node answered: no outage to wait out
                 self.stats.inc("errors", len(retry))
                 result.failed += retry
                 retry = []

@@ -8,9 +8,12 @@ the spider opens, which then closes before anything is downloaded (``finish_reas
 CoreStats' assertion, asyncio's "Task exception was never retrieved").  In annotate mode an item
 class that cannot take the annotation fields is refused at its first item, before it is judged (a
 judged item is remembered, and the next run would drop it as a repeat of itself); the spider is
-then closed.  An item the backend cannot judge because its store is down is in the backend's
-dead-letter file (``zhdedup/dead_letter``) and is dropped here with that reason; the close log says
-how to replay.  If the store can take nothing more (the embedded store's disk is full, the
+then closed.  While the store is away (Elasticsearch restarting) the backend holds each item's judgement,
+so ``process_item`` waits and Scrapy stops fetching once its scraper is full: the crawl slows, nothing is
+dropped.  An item the backend still cannot judge past ``ZHDEDUP_ES_OUTAGE_TIMEOUT`` is kept with its fields
+in the backend's dead-letter file (``zhdedup/dead_letter``) and dropped here (``zhdedup/not_delivered``)
+without being marked delivered in the ledger: the replay the close log prints delivers it, and a re-crawl
+never takes it for one an earlier run delivered.  If the store can take nothing more (the embedded store's disk is full, the
 dead-letter file cannot be written), the spider is closed (``zhdedup_store_failed``) and the items
 still coming pass on unjudged (``zhdedup/skipped/store_failed``): a repeat may get through, but no
 item is lost.
@@ -54,7 +57,8 @@ def _printable(doc_id: Any) -> str:
 
 class DuplicateItem(DropItem):
     """A dropped duplicate: logged in one line at ``ZHDEDUP_DROP_LOG_LEVEL`` (a repeat is routine, like a
-    request Scrapy's duplicate filter drops), never with the item, whose page may be megabytes."""
+    request Scrapy's duplicate filter drops), never with the item, whose page may be megabytes.  An item
+    held back unjudged is dropped the same way, at WARNING."""
 
     def __init__(self, message: str, log_level: str) -> None:
         super().__init__(message)
@@ -98,6 +102,7 @@ class ZhDedupPipeline:
         self.problem = problem
         self.stats = crawler.stats
         self.ledger: DeliveryLedger | None = None
+        self._held_back: set[str] = set()  # ids not judged and not delivered: kept by the backend for later
         self._annotatable: dict[type, str | None] = {}  # item class -> why it cannot be annotated (None: it can)
         for signal in (signals.item_scraped, signals.item_dropped):
             crawler.signals.connect(self._finished, signal=signal)
@@ -148,10 +153,13 @@ class ZhDedupPipeline:
 
     def _finished(self, item: Any) -> None:
         """Scrapy is done with ``item`` (``item_scraped``, ``item_dropped``): it is delivered."""
-        if self.ledger is not None:
-            doc_id = ItemAdapter(item).get(self.config.id_field)
-            if doc_id is not None:
-                self.ledger.done(str(doc_id))
+        doc_id = ItemAdapter(item).get(self.config.id_field)
+        if doc_id is None:
+            return
+        if str(doc_id) in self._held_back:  # dropped, but not delivered: it stays in the ledger
+            self._held_back.discard(str(doc_id))
+        elif self.ledger is not None:
+            self.ledger.done(str(doc_id))
 
     async def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
@@ -193,8 +201,11 @@ class ZhDedupPipeline:
             self.stats.inc_value(f"zhdedup/skipped/{reason}")
             logger.warning("zhdedup: %s passed through unjudged: %s", _printable(doc_id), exc)
             return None
-        except StoreUnavailableError as exc:  # kept by the backend (dead-letter file), to be judged later
-            raise DropItem(f"zhdedup: not judged now: {exc}") from exc
+        except StoreUnavailableError as exc:  # kept by the backend (dead-letter file), delivered by its replay
+            self._held_back.add(doc_id)
+            self.stats.inc_value("zhdedup/not_delivered")
+            raise DuplicateItem(f"zhdedup: {_printable(doc_id)}: not delivered now: {exc} (the line at close says "
+                                f"how to deliver it)", "WARNING") from exc
         except StoreFailedError as exc:  # nothing can be remembered any more: stop once, loudly, keep the item
             self._close("zhdedup_store_failed", f"zhdedup: {exc}")
             self.stats.inc_value("zhdedup/skipped/store_failed")

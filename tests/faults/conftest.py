@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.es_node import es_client, es_url, index
+from tests.support.fault_fixtures import fault_node, reference, site
 from tests.support.markers import require_marker
 
-__all__ = ["es_client", "es_url", "index"]  # the shared node's fixtures
+# the shared node's fixtures, and the fault suites' own (a node to kill, the corpus as a site, its verdicts)
+__all__ = ["es_client", "es_url", "fault_node", "index", "reference", "site"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -28,11 +28,9 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from elasticsearch import Elasticsearch
 
 from tests.support.es_runs import (
     BULK,
@@ -61,7 +59,7 @@ from tests.support.es_runs import (
     zhdedup_cmd,
 )
 from tests.support.fault_node import FaultNode, free_port
-from tests.support.helpers import on_a_small_disk, serving, write_jsonl
+from tests.support.helpers import on_a_small_disk, write_jsonl
 from tests.support.zhtexts import articles
 
 pytestmark = [pytest.mark.es, pytest.mark.fault]
@@ -81,53 +79,6 @@ writer.BulkWriter.write = dying
 from scrapy_zhdedup.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
-
-
-def drop_index(client: Elasticsearch, index: str) -> None:
-    client.options(ignore_status=404).indices.delete(index=index)
-    client.options(ignore_status=404).indices.delete_index_template(name=f"zhdedup-{index}")
-
-
-# --- fixtures ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The corpus served as pages ``<base><id>.html``; yields the base URL."""
-    root = tmp_path_factory.mktemp("site")
-    for record in corpus():
-        (root / f"{record['id']}.html").write_text(record["html"], encoding="utf-8")
-    with serving(root) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def fault_node() -> Iterator[FaultNode]:
-    """A node of our own that the tests may kill; stopped and its data removed at the end."""
-    node = FaultNode()
-    try:
-        node.start()
-        yield node
-    finally:
-        node.destroy()
-
-
-@pytest.fixture(scope="module")
-def reference(es_url: str, es_client: Elasticsearch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Verdicts]:
-    """Verdicts of an uninterrupted ingest of the whole corpus into a fresh index of the shared node."""
-    work = tmp_path_factory.mktemp("reference")
-    name = f"zhdedup-fault-ref-{uuid.uuid4().hex[:12]}"
-    try:
-        proc = zhdedup(*ingest_args(es_url, name, write_jsonl(work / "corpus.jsonl", corpus()), work))
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        verdicts = stored(es_url, name)
-        assert set(verdicts) == ids_of(corpus())
-        statuses = [v[0] for v in verdicts.values()]
-        assert min(statuses.count("exact"), statuses.count("near")) >= len(corpus()) // 10  # real repeats
-        yield verdicts
-    finally:
-        drop_index(es_client, name)
-
 
 
 # --- (a) the node SIGKILLed and restarted during `zhdedup es ingest` ---------------------------------------
@@ -237,7 +188,8 @@ def test_crawl_through_a_node_crash_loses_nothing(fault_node: FaultNode, site: s
     urls = [f"{site}{r['id']}.html" for r in records]
     # paced so that the node is down while pages are still coming (a restart takes tens of seconds)
     settings = es_settings(url, index, tmp_path, ZHDEDUP_MODE="annotate", ZHDEDUP_ES_MAX_RETRIES=2,
-                           ZHDEDUP_ES_TIMEOUT=5, DOWNLOAD_DELAY=0.4, RANDOMIZE_DOWNLOAD_DELAY=False)
+                           ZHDEDUP_ES_OUTAGE_TIMEOUT=0, ZHDEDUP_ES_TIMEOUT=5, DOWNLOAD_DELAY=0.4,
+                           RANDOMIZE_DOWNLOAD_DELAY=False)  # no budget: items past the retries are dead-lettered
     with running(crawl_cmd(urls, tmp_path, settings), tmp_path / "crawl.log", cwd=tmp_path) as proc:
         wait_for(lambda: doc_count(url, index) >= len(records) // 5, proc, "a fifth of the pages stored")
         fault_node.kill()

@@ -31,7 +31,7 @@ def free_port() -> int:
 
 
 class FaultNode:
-    """One throwaway node: ``start``, ``kill`` (SIGKILL, no shutdown), ``restart``, ``destroy``."""
+    """One throwaway node: ``start``, ``stop`` (clean), ``kill`` (SIGKILL, no shutdown), ``restart``, ``destroy``."""
 
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
@@ -64,6 +64,12 @@ class FaultNode:
         if pid is None:
             raise EsNodeError(f"fault node on port {self.port} is not running")
         sigkill(pid, "fault node")
+
+    def stop(self) -> None:
+        """Stop the node as an operator does (SIGTERM, a clean shutdown), as in a rolling restart."""
+        proc = self._script("stop", STOP_TIMEOUT_S)
+        if proc.returncode != 0:
+            raise EsNodeError(f"fault node on port {self.port} did not stop:\n{proc.stderr.strip()[-3000:]}")
 
     def restart(self) -> None:
         """Start again on the same port and data directory (what the node acknowledged is kept)."""

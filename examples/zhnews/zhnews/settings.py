@@ -77,6 +77,7 @@ ZHDEDUP_ES_BULK_SIZE = _env("ZHDEDUP_ES_BULK_SIZE", 1000)  # documents per bulk 
 ZHDEDUP_ES_FLUSH_INTERVAL = _env("ZHDEDUP_ES_FLUSH_INTERVAL", 5.0)  # seconds between flushes of a partial bulk
 ZHDEDUP_ES_BATCH_WINDOW = _env("ZHDEDUP_ES_BATCH_WINDOW", 0.05)  # longest an item waits to be looked up with others
 ZHDEDUP_ES_MAX_RETRIES = _env("ZHDEDUP_ES_MAX_RETRIES", 5)  # retries with backoff before dead-lettering
+ZHDEDUP_ES_OUTAGE_TIMEOUT = _env("ZHDEDUP_ES_OUTAGE_TIMEOUT", 300.0)  # seconds items wait while the node is away
 ZHDEDUP_ES_TEXT_FIELD = _env("ZHDEDUP_ES_TEXT_FIELD", "text")  # field the cleaned text is stored in
 ZHDEDUP_ES_ANALYSIS = _env("ZHDEDUP_ES_ANALYSIS", "jieba")  # "jieba" (any cluster) | "smartcn" | "ik" (plugins)
 ZHDEDUP_ES_DEAD_LETTER = _env("ZHDEDUP_ES_DEAD_LETTER", "")  # not judged / not stored; "" = in JOBDIR or ./

@@ -1,0 +1,122 @@
+"""The retry policy through an outage (es_plugin/store/retry.py), on a clock of its own: requests retry while
+the node is away for less than the budget, give up past it, and the log says so in one line each way."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+from elastic_transport import ConnectionError as EsConnectionError
+from elasticsearch import ApiError
+
+from es_plugin.operations import Sleep
+from es_plugin.store import retry
+from es_plugin.store.retry import BACKOFF_CAP, Outage, RetryPolicy
+from es_plugin.store.stats import EsStats
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    c = Clock()
+    monkeypatch.setattr(retry.time, "monotonic", c)
+    return c
+
+
+def unavailable() -> ApiError:
+    meta = ApiResponseMeta(status=503, http_version="1.1", headers=HttpHeaders(), duration=0.0,
+                           node=NodeConfig("http", "localhost", 9200))
+    return ApiError("cluster_block_exception", meta=meta, body={"error": {"type": "cluster_block_exception",
+                                                                           "reason": "state not recovered"}})
+
+
+def run(policy: RetryPolicy, clock: Clock, failures: list[Exception]) -> tuple[Any, list[float]]:
+    """One request through ``policy`` that fails with ``failures`` in turn, then answers "ok"; sleeps move the clock."""
+    steps, slept = policy.call(lambda client: None, EsStats()), []
+    step, pending = next(steps), list(failures)
+    while True:
+        try:
+            if isinstance(step, Sleep):
+                slept.append(step.seconds)
+                clock.now += step.seconds
+                step = steps.send(None)
+            elif pending:
+                step = steps.throw(pending.pop(0))
+            else:
+                step = steps.send("ok")
+        except StopIteration as stop:
+            return stop.value, slept
+
+
+def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_a_request_waits_out_an_outage_within_the_budget_with_one_line_each_way(
+        clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    outage = Outage("http://node:9200", budget=300)
+    policy = RetryPolicy(max_retries=5, outage=outage)
+    with caplog.at_level(logging.WARNING), outage.holding(7):
+        answer, slept = run(policy, clock, [EsConnectionError("refused")] * 40 + [unavailable()] * 5)
+    assert answer == "ok"
+    assert max(slept) <= BACKOFF_CAP  # the node's return is noticed within seconds
+    lines = warnings(caplog)
+    assert len(lines) == 2, lines
+    assert "does not answer (no HTTP status: the connection failed)" in lines[0] and "300 s" in lines[0]
+    assert "answers again after" in lines[1] and "7 items were held" in lines[1] and "nothing was given up" in lines[1]
+    assert outage.since is None
+
+
+def test_past_the_budget_a_request_fails_and_the_log_says_so_once(clock: Clock,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    policy = RetryPolicy(max_retries=2, outage=Outage("http://node:9200", budget=30))
+    with caplog.at_level(logging.WARNING), pytest.raises(ApiError):
+        run(policy, clock, [unavailable()] * 1000)
+    assert clock.now - 1000.0 >= 30
+    with pytest.raises(ApiError):  # the next request gives up after its own retries, and says nothing more
+        run(policy, clock, [unavailable()] * 3)
+    lines = warnings(caplog)
+    assert len(lines) == 2, lines
+    assert "(HTTP 503 cluster_block_exception)" in lines[0]
+    assert "has not answered for 30 s" in lines[1] and "dead-letter file" in lines[1]
+    assert "state not recovered" not in " ".join(lines)  # the status, not the node's error body
+
+
+def test_without_a_budget_only_max_retries_are_made(clock: Clock) -> None:
+    with pytest.raises(EsConnectionError):
+        run(RetryPolicy(max_retries=3), clock, [EsConnectionError("refused")] * 10)
+    answer, slept = run(RetryPolicy(max_retries=3), clock, [EsConnectionError("refused")] * 3)
+    assert answer == "ok" and len(slept) == 3
+
+
+def test_a_request_sent_before_the_node_came_back_opens_no_new_outage(clock: Clock,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    outage = Outage("http://node:9200", budget=300)
+    with caplog.at_level(logging.WARNING):
+        outage.failed("no HTTP status: the connection failed", clock.now)
+        sent = clock.now + 1  # a request sent while the node was starting
+        clock.now += 5
+        outage.answered(clock.now)
+        outage.failed("no HTTP status: the request timed out", sent)  # it times out now
+    assert outage.since is None
+    assert len(warnings(caplog)) == 2
+
+
+def test_an_answer_to_a_request_sent_before_the_node_went_away_does_not_end_the_outage(
+        clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    outage = Outage("http://node:9200", budget=300)
+    sent = clock.now  # a request on its way while the node shuts down
+    clock.now += 1
+    with caplog.at_level(logging.WARNING):
+        outage.failed("no HTTP status: the connection failed", clock.now)
+        outage.answered(sent)  # answered before the node went
+    assert outage.since is not None and len(warnings(caplog)) == 1
