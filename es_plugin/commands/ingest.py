@@ -51,7 +51,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from es_plugin.store.backend import ElasticsearchBackend, Indexable, IndexJob, prepare_for_index
-from scrapy_zhdedup.cli.inputs import html_files, open_input, read_page, read_records
+from scrapy_zhdedup.cli.inputs import Damage, html_files, open_input, read_page, read_records
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import BadRecordError, ConfigError, EmptyTextError, InputError
 from scrapy_zhdedup.model import Verdict
@@ -112,6 +112,7 @@ class Reader:
     def __init__(self, strict: bool, errors: list[BadRecordError]) -> None:
         self.strict = strict
         self.errors = errors
+        self.damage = Damage()  # an input that cannot be read on: raised once what was read before is stored
 
     def bad(self, error: BadRecordError) -> None:
         if self.strict:
@@ -121,7 +122,8 @@ class Reader:
 
     def jsonl(self, source: Path, start: int) -> Iterator[Item]:
         with open_input(source) as fh:
-            for rec in read_records(fh, str(source), strict=self.strict, start_line=start, errors=self.errors):
+            records = read_records(fh, str(source), strict=self.strict, start_line=start, errors=self.errors)
+            for rec in self.damage.guard(records):
                 document = {k: v for k, v in rec.data.items() if k != "html"}  # the backend stores the main text
                 yield Item(rec.doc_id, rec.text, document, rec.path, rec.line, rec.line, rec.html)
 
@@ -289,6 +291,7 @@ async def store(backend: ElasticsearchBackend, items: AsyncIterator[Prepping], r
                 await settle()
         while in_flight:
             await settle()
+        reader.damage.check()  # a damaged input: what was read before it is stored and checkpointed below
         at["done"] = True
         await _commit(backend, state)
     except BaseException:

@@ -19,7 +19,7 @@ from ..errors import BadRecordError, StoreFailedError
 from ..model import Prepared
 from ..similarity.fingerprinter import Fingerprinter
 from ..workers import Job, PreparePool, add_workers_option, prepare_job
-from .inputs import STDIN, Record, input_name, open_input, read_pages, read_records
+from .inputs import STDIN, Damage, Record, input_name, open_input, read_pages, read_records
 from .output import AtomicOutput, check_output
 from .progress import progress
 
@@ -83,6 +83,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     errors: list[BadRecordError] = []
     opened = time.perf_counter()
     name = input_name(args.input)
+    damage = Damage()
     # First: nothing open for workers to inherit.  Judging needs a document's hash and features, not its text.
     with PreparePool(config, _scan_step, args.workers, fork=True, text=False) as pool:
         started = time.perf_counter()  # the dictionaries are loaded, the workers ready: start-up is over
@@ -90,7 +91,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         try:
             with (records(args.input, strict=args.strict, errors=errors) as read, AtomicOutput(args.output) as out,
                   progress(None, "doc", "scan") as bar):
-                lines, jobs = itertools.tee(_in_order(read))
+                lines, jobs = itertools.tee(_in_order(damage.guard(read)))
                 for line, prepared in zip(lines, pool.map(_job(line) for line in jobs)):
                     if isinstance(line, BadRecordError):  # --strict: every line before it was judged
                         raise line
@@ -107,6 +108,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
                         counts[f"rerun_{verdict.rerun}"] += 1
                     out.write(json.dumps(verdict.record(), ensure_ascii=False) + "\n")
                     bar.update(1)
+                damage.check()  # a damaged input stops here, every line read before it judged
         except BaseException:
             with contextlib.suppress(StoreFailedError):  # a full disk fails the snapshot too: the first error says more
                 deduper.close()
