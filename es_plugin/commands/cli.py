@@ -154,7 +154,7 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
 
         from ..client import quiet_client_logs
 
-        node_urls(args.es_url)  # a URL the client cannot use: one line, before anything starts
+        from_args(EsConfig, args)  # every Elasticsearch setting checked (config.py): one line, before anything starts
         if not getattr(args, "verbose", False):
             quiet_client_logs()
         try:
@@ -292,8 +292,6 @@ def _count_inputs(inputs: list[Path]) -> int:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from .ingest import ingest
 
-    if args.es_bulk_size < 1:
-        raise ConfigError("--bulk-size must be at least 1")
     es = from_args(EsConfig, args)
     with _bar(_count_inputs(args.inputs), "doc", "ingest") as bar:
         report = ingest(args.inputs, from_args(DedupConfig, args), es, mode=args.mode, checkpoint_dir=args.checkpoint_dir,

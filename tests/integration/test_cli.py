@@ -107,3 +107,12 @@ def test_a_truncated_gz_input_is_judged_up_to_the_damage_for_any_workers(damaged
             assert deduper.store.judged == READABLE  # what was read was judged and kept
         finally:
             deduper.close()
+
+
+def test_a_setting_refused_with_worker_processes_is_the_same_one_line(tmp_path: Path) -> None:
+    """``--shingle-size 0`` with two workers: it printed each worker's BrokenProcessPool traceback."""
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "text": "国家统计局今天发布数据。"}])
+    proc = subprocess.run([str(ZHDEDUP), "scan", str(source), "--workers", "2", "--shingle-size", "0"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == ["zhdedup: error: ZHDEDUP_SHINGLE_SIZE (--shingle-size) must be at least 1, not 0"]
