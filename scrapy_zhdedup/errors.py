@@ -63,6 +63,16 @@ class BadRecordError(ZhDedupError, ValueError):
         return cls(path, line, f"{what} ({exc})")
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with what the command had done and how to go on: ``zhdedup`` prints it and exits 130."""
+
+    @classmethod
+    def after(cls, documents: int, resumable: bool) -> Interrupted:
+        then = ("rerun the same command to resume" if resumable else
+                "nothing is kept without --store: rerun the same command to start again")
+        return cls(f"interrupted after {documents} documents; {then}")
+
+
 class OutputError(ZhDedupError):
     """An output that cannot be written: its directory is missing, it is one of the inputs, the disk is full."""
 

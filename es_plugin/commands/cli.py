@@ -27,7 +27,7 @@ from scrapy_zhdedup.config import (
     add_options,
     from_args,
 )
-from scrapy_zhdedup.errors import ConfigError
+from scrapy_zhdedup.errors import ConfigError, Interrupted
 from scrapy_zhdedup.esurl import node_urls, redact
 from scrapy_zhdedup.explain import decided
 from scrapy_zhdedup.index.bands import BandLayout
@@ -293,10 +293,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from .ingest import ingest
 
     es = from_args(EsConfig, args)
+    judged = 0
+
     with _bar(_count_inputs(args.inputs), "doc", "ingest") as bar:
-        report = ingest(args.inputs, from_args(DedupConfig, args), es, mode=args.mode, checkpoint_dir=args.checkpoint_dir,
-                        restart=args.restart, strict=args.strict, concurrency=args.concurrency,
-                        workers=args.workers, progress=bar)
+        def counted(n: int) -> None:
+            nonlocal judged
+            judged += n
+            bar(n)
+
+        try:
+            report = ingest(args.inputs, from_args(DedupConfig, args), es, mode=args.mode,
+                            checkpoint_dir=args.checkpoint_dir, restart=args.restart, strict=args.strict,
+                            concurrency=args.concurrency, workers=args.workers, progress=counted)
+        except KeyboardInterrupt:  # Ctrl-C: what was judged is stored and checkpointed, where a rerun resumes
+            raise Interrupted.after(judged, resumable=True) from None
     for entry in report["inputs"]:
         if entry.get("skipped_input"):
             print(f"{entry['input']}: already ingested (checkpoint {entry['checkpoint']}; --restart to redo)",

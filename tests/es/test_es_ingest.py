@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,7 @@ from scrapy_zhdedup.errors import BadRecordError, LayoutMismatchError
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.text.clean import TextCleaner
 from tests.support.helpers import Interrupt, gz_cut_after, interrupt_after
+from tests.support.waiting import wait_until
 from tests.support.zhtexts import (
     articles,
     edit_chars,
@@ -264,3 +267,29 @@ def test_a_truncated_gz_is_stored_up_to_the_damage(es_url: str, index: str, tmp_
         assert es_client.count(index=index)["count"] == 3_010
         state = open_checkpoint(tmp_path / "ck", index, source.resolve(), "jsonl", restart=False)
         assert state.progress["position"] == 3_010 and not state.progress["done"]
+
+
+def test_ctrl_c_says_how_far_it_got_and_the_rerun_resumes(es_url: str, index: str, tmp_path: Path,
+                                                          es_client: Elasticsearch) -> None:
+    """A real SIGINT once the first bulk is checkpointed: one line, exit 130, what was judged stored and
+    checkpointed; the same command again resumes there and stores the rest (it exited 130 saying nothing)."""
+    lines = [{"id": f"s{i}", "text": text} for i, text in enumerate(snippets(4_000, size=60, step=100))]
+    source = write_jsonl(tmp_path / "in.jsonl", lines)
+    command = [str(Path(sys.executable).with_name("zhdedup")), "es", "ingest", str(source), "--url", es_url,
+               "--index", index, "--workers", "2", "--bulk-size", "200", "--checkpoint-dir", str(tmp_path / "ck")]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: any((tmp_path / "ck").glob("*.json")), "a checkpoint", timeout=300, proc=proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130 and out == "", err
+    [line] = err.splitlines()
+    assert re.fullmatch(r"zhdedup: interrupted after \d+ documents; rerun the same command to resume", line)
+    judged = int(line.split()[3])
+    state = open_checkpoint(tmp_path / "ck", index, source.resolve(), "jsonl", restart=False)
+    assert 200 <= judged < len(lines) and state.progress["position"] == judged and not state.progress["done"]
+
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed after position {judged}" in resumed.stderr
+    es_client.indices.refresh(index=index)
+    assert es_client.count(index=index)["count"] == len(lines)
