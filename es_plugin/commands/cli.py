@@ -130,6 +130,8 @@ def _repair_commands(esub: argparse._SubParsersAction) -> None:
     p.add_argument("--id-field", default=None, help="field naming the document (default: _id)")
     p.add_argument("--checkpoint", type=Path, default=None,
                    help="resume file (default .zhdedup-checkpoints/dedup-index-INDEX.json)")
+    p.add_argument("--restart", action="store_true",
+                   help="ignore the resume file and read from the start (documents judged before keep their verdicts)")
     p.add_argument("--batch-size", type=int, default=500,
                    help="documents per page and per bulk of updates (default %(default)s)")
     add_workers_option(p)
@@ -470,7 +472,7 @@ def cmd_dedup_index(args: argparse.Namespace) -> int:
             report = dedup_index(client, args.es_index, from_args(DedupConfig, args), text_field=args.es_text_field,
                                  html_field=args.html_field, id_field=args.id_field, dry_run=args.dry_run,
                                  checkpoint=checkpoint, batch_size=args.batch_size, workers=args.workers,
-                                 progress=bar)
+                                 progress=bar, restart=args.restart)
     if args.json:
         _print(report)
         return 0

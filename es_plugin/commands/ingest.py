@@ -73,6 +73,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_CHECKPOINT_DIR = Path(".zhdedup-checkpoints")
 MAX_REPORTED_ERRORS = 50
 IDENTITY_BLOCK = 1 << 16  # bytes of an input hashed into its checkpoint identity
+CHECKPOINT_NAMES = {"index": "--index", "input": "the input", "kind": "the kind of input",
+                    "file.size": "the input's size", "file.mtime_ns": "the input's modification time",
+                    "file.head_sha1": "the hash of the input's first 64 KiB"}
 
 Progress = Callable[[int], None]
 
@@ -103,7 +106,8 @@ def open_checkpoint(directory: Path, index: str, source: Path, kind: str, restar
         identity["file"] = file_identity(source)
     return Checkpoint.open(directory / f"{name}--{key}.json", identity,
                            {"position": 0, "last": None, "done": False}, restart=restart,
-                           way_out="delete it or use --restart")
+                           way_out="start over with --restart (documents the index holds already are skipped)",
+                           named=lambda key: CHECKPOINT_NAMES.get(key, key))
 
 
 class Reader:
