@@ -26,7 +26,9 @@ from tests.support.helpers import Interrupt, gz_cut_after, interrupt_after
 from tests.support.waiting import wait_until
 from tests.support.zhtexts import (
     articles,
+    binary_page,
     edit_chars,
+    furniture_page,
     news_page,
     snippets,
     traditional,
@@ -293,3 +295,17 @@ def test_ctrl_c_says_how_far_it_got_and_the_rerun_resumes(es_url: str, index: st
     assert f"resumed after position {judged}" in resumed.stderr
     es_client.indices.refresh(index=index)
     assert es_client.count(index=index)["count"] == len(lines)
+
+
+def test_junk_is_skipped_like_an_empty_page(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch) -> None:
+    """Binary data served as a page and a page of only the site's furniture: skipped and counted as bad records,
+    naming why, not stored as `unique` documents."""
+    [article] = articles(1)
+    src = write_jsonl(tmp_path / "news.jsonl", [{"id": "article", "text": article.text},
+                                                {"id": "image", "html": binary_page().decode("latin-1")},
+                                                {"id": "chrome", "html": furniture_page()}])
+    report = ingest([src], DEDUP, es_config(es_url, index, tmp_path), checkpoint_dir=tmp_path / "ck")
+    assert (report["judged"], report["unique"], report["bad"]) == (1, 1, 2)
+    assert [e.split(": ", 1)[1][:30] for e in report["bad_examples"]] == ["not a document (binary data, n",
+                                                                            "not a document (no main text: "]
+    assert list(stored(es_client, index)) == ["article"]
