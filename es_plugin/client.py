@@ -25,7 +25,6 @@ from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch, Elasticse
 from elasticsearch.serializer import DEFAULT_SERIALIZERS, JsonSerializer
 
 from scrapy_zhdedup.config import EsConfig
-from scrapy_zhdedup.errors import ConfigError
 from scrapy_zhdedup.esurl import node_urls, redact
 
 from .errors import EsUnavailableError, MissingPrivilegeError
@@ -46,13 +45,7 @@ def client_options(cfg: EsConfig, *, caller_retries: bool = False) -> dict[str, 
     Otherwise the client retries (timeouts and 429/502/503/504 too), on every node at least once."""
     nodes = node_urls(cfg.es_url)
     url_user, url_password = next(((n.user, n.password) for n in nodes if n.user or n.password), ("", ""))
-    if url_user and (cfg.es_user or cfg.es_password):
-        raise ConfigError("credentials are given both in ZHDEDUP_ES_URL and in ZHDEDUP_ES_USER/ZHDEDUP_ES_PASSWORD")
-    user, password = (url_user, url_password) if url_user else (cfg.es_user, cfg.es_password)
-    if cfg.es_api_key and (user or password):
-        raise ConfigError("set either ZHDEDUP_ES_API_KEY or ZHDEDUP_ES_USER/ZHDEDUP_ES_PASSWORD, not both")
-    if password and not user:
-        raise ConfigError("ZHDEDUP_ES_PASSWORD is set but ZHDEDUP_ES_USER is empty")
+    user, password = (url_user, url_password) if url_user else (cfg.es_user, cfg.es_password)  # one source: EsConfig
     others = len(nodes) - 1
     retries: dict[str, Any] = ({"max_retries": others, "retry_on_status": (), "retry_on_timeout": False}
                                if caller_retries else {"max_retries": max(CLIENT_RETRIES, others), "retry_on_timeout": True})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 from collections.abc import Callable, Collection, Mapping
@@ -28,14 +29,43 @@ FeatureMode = Literal["auto", "words", "chars"]  # what the SimHash is made of (
 Extractor = Literal["lxml", "trafilatura"]  # how a page's main text is found (text/clean.py)
 
 
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The numbers a setting may take: ``low`` and ``high`` (None: unbounded), each allowed unless ``open``."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def __contains__(self, value: float) -> bool:
+        low_ok = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        high_ok = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return low_ok and high_ok
+
+    def __str__(self) -> str:
+        """As a user reads it: ``at least 1``, ``more than 0 and at most 1``, ``from 0 to 10``."""
+        low = "" if self.low is None else f"{'more than' if self.low_open else 'at least'} {self.low:g}"
+        high = "" if self.high is None else f"{'less than' if self.high_open else 'at most'} {self.high:g}"
+        if low and high and not self.low_open and not self.high_open:
+            return f"from {self.low:g} to {self.high:g}"
+        return " and ".join(part for part in (low, high) if part)
+
+
+AT_LEAST_0, AT_LEAST_1, ABOVE_0 = Range(0), Range(1), Range(0, low_open=True)
+SHARE = Range(0, 1, low_open=True)  # a share or a similarity: 0 would accept anything
+
+
 def option(default: Any, help: str, *, flag: str = "", secret: bool = False, group: str | None = "",
-           shown: str = "", printed: Callable[[Any], str] | None = None) -> Any:
+           shown: str = "", printed: Callable[[Any], str] | None = None, valid: Range | None = None) -> Any:
     """A config field with what its setting and command-line option need: help text, a flag where it
     is not ``--field-name``, ``secret`` (never show the value: not in --help, not in the dataclass repr),
     ``group`` (which commands offer it; ``None``: no command), ``shown`` (the default as documented, where
     the value is computed), ``printed`` (the value as --help and the repr may show it: a URL without its
-    credentials). A ``Literal`` type gives the choices; a dict default is copied per instance."""
-    metadata = {"help": help, "flag": flag, "secret": secret, "group": group, "shown": shown, "printed": printed}
+    credentials), ``valid`` (the numbers it may take, checked when the config is made: :func:`check`).
+    A ``Literal`` type gives the choices; a dict default is copied per instance."""
+    metadata = {"help": help, "flag": flag, "secret": secret, "group": group, "shown": shown, "printed": printed,
+                "valid": valid}
     if isinstance(default, dict):
         return dataclasses.field(default_factory=lambda: dict(default), repr=not secret, metadata=metadata)
     return dataclasses.field(default=default, repr=not secret, metadata=metadata)
@@ -47,34 +77,43 @@ class DedupConfig:
 
     threshold: int = option(3, "SimHash distance (of 64 bits) within which the bands find candidates (with "
                                "--simhash-bands); every candidate is then decided on its estimated overlap",
-                            group=LAYOUT)
-    bands: int = option(0, "blocks each fingerprint is cut into; 0 = threshold + 2", group=LAYOUT)
+                            group=LAYOUT, valid=Range(0, 62))
+    bands: int = option(0, "blocks each fingerprint is cut into; 0 = threshold + 2", group=LAYOUT,
+                        valid=Range(0, 64))
     features: FeatureMode = option("auto", "words: TF-IDF jieba words; chars: character shingles; auto: chars "
                                            "below --short-text-chars")
-    short_text_chars: int = option(200, "'auto' uses character shingles below this many characters")
-    shingle_size: int = option(3, "character n-gram size for 'chars'")
+    short_text_chars: int = option(200, "'auto' uses character shingles below this many characters",
+                                   valid=AT_LEAST_0)
+    shingle_size: int = option(3, "character n-gram size for 'chars'", valid=AT_LEAST_1)
     traditional_to_simplified: bool = option(True, "convert traditional characters to simplified (OpenCC t2s) before comparing",
                                              flag="--no-t2s")
     extractor: Extractor = option("lxml", "main-text extraction from HTML (trafilatura: slower, see README)")
     max_chars: int = option(200_000, "only this many characters are fingerprinted (huge pages); exact repeats "
-                                     "compare the whole text")
+                                     "compare the whole text", valid=AT_LEAST_1)
     passages: bool = option(False, "find candidates through shared passages too (+1-2 points of recall on "
                                    "natural reposts, ~130 B/document and ~15 % of the speed)")
-    passage_chars: int = option(20, "minimum length of a hashed sentence run")
+    passage_chars: int = option(20, "minimum length of a hashed sentence run", valid=AT_LEAST_1)
     simhash_bands: bool = option(False, "find candidates through the SimHash band keys too (on every benchmark "
                                         "set they found no repeat the sketch keys missed; ~30 % of the node's CPU "
                                         "per near search on Elasticsearch)", group=NEAR)
     passage_share: float = option(0.2, "share of a text's passages an earlier text must contain to be a "
-                                       "candidate", group=NEAR)
+                                       "candidate", group=NEAR, valid=SHARE)
     similarity: float = option(0.68, "estimated character 4-gram Jaccard at which a candidate is a near repeat "
                                      "(an edited copy, another site's template)",
-                               group=NEAR)
+                               group=NEAR, valid=SHARE)
     containment: float = option(0.85, "estimated share of the new text inside an earlier one at which it is a "
                                       "near repeat, when it is at least half as long (a cut copy, a new "
                                       "headline); a text that embeds a shorter earlier one is not its repeat",
-                                group=NEAR)
-    bloom_error_rate: float = option(0.001, "false-positive rate of the exact-repeat Bloom filter")
-    bloom_capacity: int = option(100_000, "initial Bloom filter capacity; it grows past it")
+                                group=NEAR, valid=SHARE)
+    bloom_error_rate: float = option(0.001, "false-positive rate of the exact-repeat Bloom filter",
+                                     valid=Range(0, 1, low_open=True, high_open=True))
+    bloom_capacity: int = option(100_000, "initial Bloom filter capacity; it grows past it", valid=AT_LEAST_1)
+
+    def __post_init__(self) -> None:
+        check(self)
+        if self.bands and self.bands <= self.threshold:
+            raise ConfigError(f"{setting_name('bands')} must be more than the threshold, {setting_name('threshold')} "
+                              f"{self.threshold}, or 0 for threshold + 2; not {self.bands}")
 
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -105,19 +144,14 @@ class PipelineConfig:
     store_dir: str = option("", "where the embedded store is saved and loaded", group=SCRAPY_ONLY,
                             shown="`JOBDIR/zhdedup`, else memory only")
     workers: int = option(1, "processes that clean and fingerprint items (1: a thread of the crawl's process); "
-                             "items are still judged in arrival order", group=SCRAPY_ONLY)
+                             "items are still judged in arrival order", group=SCRAPY_ONLY, valid=AT_LEAST_1)
     rerun: Literal["new", "all"] = option(
         "new", "an item an earlier run judged, with the same id and text: `new` drops it if an earlier run "
                "delivered it (only new content flows on; one judged but never delivered, e.g. before a crash, "
                "is delivered), `all` passes it again as its stored verdict says", group=SCRAPY_ONLY)
 
     def __post_init__(self) -> None:
-        if self.mode not in ("drop", "annotate"):
-            raise ConfigError(f"ZHDEDUP_MODE must be 'drop' or 'annotate', not {self.mode!r}")
-        if self.rerun not in ("new", "all"):
-            raise ConfigError(f"ZHDEDUP_RERUN must be 'new' or 'all', not {self.rerun!r}")
-        if self.workers < 1:
-            raise ConfigError(f"ZHDEDUP_WORKERS must be at least 1, got {self.workers}")
+        check(self)
         unknown = set(self.fields) - {"status", "dup_of", "distance", "cluster", "similarity", "contained", "reason"}
         if unknown:
             raise ConfigError(f"ZHDEDUP_FIELDS has unknown keys {sorted(unknown)}")
@@ -140,17 +174,20 @@ class EsConfig:
                               group=CONNECTION)
     es_api_key: str = option("", "API key, instead of user and password", secret=True, group=CONNECTION)
     es_ca_certs: str = option("", "CA certificates for https", group=CONNECTION)
-    es_timeout: float = option(10.0, "seconds per request", group=CONNECTION)
-    es_bulk_size: int = option(1000, "documents per bulk request (~10 MB of news: fewer segments to search)", group=WRITING)
-    es_flush_interval: float = option(5.0, "seconds before a partly filled bulk is written", group=WRITING)
+    es_timeout: float = option(10.0, "seconds per request", group=CONNECTION, valid=ABOVE_0)
+    es_bulk_size: int = option(1000, "documents per bulk request (~10 MB of news: fewer segments to search)",
+                               group=WRITING, valid=AT_LEAST_1)
+    es_flush_interval: float = option(5.0, "seconds before a partly filled bulk is written", group=WRITING,
+                                      valid=ABOVE_0)
     es_batch_window: float = option(0.05, "seconds an item may wait for others arriving meanwhile, to be looked "
-                                          "up with them in one request", group=WRITING)
+                                          "up with them in one request", group=WRITING, valid=AT_LEAST_0)
     es_max_retries: int = option(5, "retries, with exponential backoff (to 4 s), of a failed request; more while "
-                                    "an outage is shorter than `ZHDEDUP_ES_OUTAGE_TIMEOUT`", group=WRITING)
+                                    "an outage is shorter than `ZHDEDUP_ES_OUTAGE_TIMEOUT`", group=WRITING,
+                                 valid=AT_LEAST_0)
     es_outage_timeout: float = option(
         300.0, "seconds work waits while Elasticsearch does not answer (a node restarting): a crawl holds its items "
                "and slows down, retrying; past them what cannot be judged or stored goes to the dead-letter file, "
-               "undelivered until replayed", group=WRITING)
+               "undelivered until replayed", group=WRITING, valid=AT_LEAST_0)
     es_dead_letter: str = option("", "JSONL file for documents not judged or not stored", group=WRITING,
                                  shown="`zhdedup-dead-letter.jsonl` in JOBDIR (crawl) or beside the checkpoints "
                                        "(`es ingest`), else in `./`")
@@ -162,11 +199,49 @@ class EsConfig:
                  "cluster", group=SEARCH)
 
     def __post_init__(self) -> None:
-        node_urls(self.es_url)  # a URL the client cannot use stops the command or crawl now, naming it
+        check(self)
+        nodes = node_urls(self.es_url)  # a URL the client cannot use stops the command or crawl now, naming it
+        in_url = any(n.user or n.password for n in nodes)
+        if in_url and (self.es_user or self.es_password):
+            raise ConfigError("credentials are given both in ZHDEDUP_ES_URL and in ZHDEDUP_ES_USER/ZHDEDUP_ES_PASSWORD")
+        if self.es_api_key and (in_url or self.es_user or self.es_password):
+            raise ConfigError("set either ZHDEDUP_ES_API_KEY or ZHDEDUP_ES_USER/ZHDEDUP_ES_PASSWORD, not both")
+        if self.es_password and not self.es_user:
+            raise ConfigError("ZHDEDUP_ES_PASSWORD is set but ZHDEDUP_ES_USER is empty")
 
     def __repr__(self) -> str:
         """Without secrets: the password and API key left out, the URL without its credentials."""
         return _printable_repr(self)
+
+
+def check(config: DataclassInstance) -> None:
+    """Every field of ``config`` in its range and among its choices, else a ConfigError naming the setting,
+    its option and what it may be: the one place settings and options are checked, when the config is made
+    (before a worker, a store or a connection exists)."""
+    hints = _hints(type(config))
+    for f in dataclasses.fields(config):
+        value, valid = getattr(config, f.name), f.metadata.get("valid")
+        if get_origin(hints[f.name]) is Literal and value not in get_args(hints[f.name]):
+            choices = [repr(c) for c in get_args(hints[f.name])]
+            raise ConfigError(f"{setting_name(f.name)} must be {', '.join(choices[:-1])} or {choices[-1]}, not {value!r}")
+        if valid is not None and value not in valid:
+            raise ConfigError(f"{setting_name(f.name)} must be {valid}, not {value:g}")
+
+
+@functools.cache
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+def setting_name(field: str) -> str:
+    """A setting as the user may have given it: ``ZHDEDUP_SIMILARITY (--similarity)``."""
+    for cls in (DedupConfig, PipelineConfig, EsConfig):
+        found = {f.name: f for f in dataclasses.fields(cls)}.get(field)
+        if found is not None:
+            meta = found.metadata
+            flag = meta["flag"] or "--" + field.removeprefix("es_").replace("_", "-")
+            return PREFIX + field.upper() + ("" if meta["group"] is SCRAPY_ONLY else f" ({flag})")
+    return PREFIX + field.upper()
 
 
 def _printable_repr(config: DataclassInstance) -> str:
@@ -204,9 +279,7 @@ def _convert(name: str, raw: Any, hint: Any) -> Any:
         if hint in (int, float, str):
             return hint(raw)
         if get_origin(hint) is Literal:
-            if raw not in get_args(hint):
-                raise ConfigError(f"{name}={raw!r} is not one of {', '.join(map(repr, get_args(hint)))}")
-            return raw
+            return raw  # its choices are checked with the other settings' ranges (check)
         if isinstance(raw, str):  # a Mapping given as JSON (environment, command line)
             return json.loads(raw)
         return dict(raw)

@@ -33,9 +33,20 @@ class ConfigError(ZhDedupError, ValueError):
 class InvalidDocumentError(ZhDedupError, ValueError):
     """A document that cannot be judged or stored as given (e.g. a NUL in its id)."""
 
+    skipped_as = "invalid"
+
 
 class EmptyTextError(InvalidDocumentError):
     """The document has no text left to judge after cleaning (empty, markup only, no CJK or words)."""
+
+    skipped_as = "empty_text"  # the reason a crawl counts it under (zhdedup/skipped/...)
+
+
+class JunkError(EmptyTextError):
+    """The document is none: binary data served as a page, a page that is only its site's furniture
+    (text/junk.py).  Skipped like an empty page, under its own reason."""
+
+    skipped_as = "junk"
 
 
 class InputError(ZhDedupError):
@@ -60,8 +71,19 @@ class BadRecordError(ZhDedupError, ValueError):
     @classmethod
     def unjudged(cls, path: str, line: int, exc: Exception) -> BadRecordError:
         """A record read well whose document could not be judged (``scan`` and ``es ingest`` say it alike)."""
-        what = "no text to judge" if isinstance(exc, EmptyTextError) else "cannot be judged"
+        what = ("not a document" if isinstance(exc, JunkError) else "no text to judge" if isinstance(exc, EmptyTextError)
+                else "cannot be judged")
         return cls(path, line, f"{what} ({exc})")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with what the command had done and how to go on: ``zhdedup`` prints it and exits 130."""
+
+    @classmethod
+    def after(cls, documents: int, resumable: bool) -> Interrupted:
+        then = ("rerun the same command to resume" if resumable else
+                "nothing is kept without --store: rerun the same command to start again")
+        return cls(f"interrupted after {documents} documents; {then}")
 
 
 class OutputError(ZhDedupError):

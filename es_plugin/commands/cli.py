@@ -27,8 +27,8 @@ from scrapy_zhdedup.config import (
     add_options,
     from_args,
 )
-from scrapy_zhdedup.errors import ConfigError
-from scrapy_zhdedup.esurl import node_urls, redact
+from scrapy_zhdedup.errors import ConfigError, Interrupted
+from scrapy_zhdedup.esurl import redact
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.workers import add_workers_option
 
@@ -134,6 +134,8 @@ def _repair_commands(esub: argparse._SubParsersAction) -> None:
     p.add_argument("--id-field", default=None, help="field naming the document (default: _id)")
     p.add_argument("--checkpoint", type=Path, default=None,
                    help="resume file (default .zhdedup-checkpoints/dedup-index-INDEX.json)")
+    p.add_argument("--restart", action="store_true",
+                   help="ignore the resume file and read from the start (documents judged before keep their verdicts)")
     p.add_argument("--batch-size", type=int, default=500,
                    help="documents per page and per bulk of updates (default %(default)s)")
     add_workers_option(p)
@@ -158,7 +160,7 @@ def _es_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argpar
 
         from ..client import quiet_client_logs
 
-        node_urls(args.es_url)  # a URL the client cannot use: one line, before anything starts
+        from_args(EsConfig, args)  # every Elasticsearch setting checked (config.py): one line, before anything starts
         if not getattr(args, "verbose", False):
             quiet_client_logs()
         try:
@@ -298,13 +300,21 @@ def _count_inputs(inputs: list[Path]) -> int:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from .ingest import ingest
 
-    if args.es_bulk_size < 1:
-        raise ConfigError("--bulk-size must be at least 1")
     es = from_args(EsConfig, args)
+    judged = 0
+
     with _bar(_count_inputs(args.inputs), "doc", "ingest") as bar:
-        report = ingest(args.inputs, from_args(DedupConfig, args), es, mode=args.mode, checkpoint_dir=args.checkpoint_dir,
-                        restart=args.restart, strict=args.strict, concurrency=args.concurrency,
-                        workers=args.workers, progress=bar)
+        def counted(n: int) -> None:
+            nonlocal judged
+            judged += n
+            bar(n)
+
+        try:
+            report = ingest(args.inputs, from_args(DedupConfig, args), es, mode=args.mode,
+                            checkpoint_dir=args.checkpoint_dir, restart=args.restart, strict=args.strict,
+                            concurrency=args.concurrency, workers=args.workers, progress=counted)
+        except KeyboardInterrupt:  # Ctrl-C: what was judged is stored and checkpointed, where a rerun resumes
+            raise Interrupted.after(judged, resumable=True) from None
     for entry in report["inputs"]:
         if entry.get("skipped_input"):
             print(f"{entry['input']}: already ingested (checkpoint {entry['checkpoint']}; --restart to redo)",
@@ -408,7 +418,7 @@ def cmd_dedup_index(args: argparse.Namespace) -> int:
             report = dedup_index(client, args.es_index, from_args(DedupConfig, args), text_field=args.es_text_field,
                                  html_field=args.html_field, id_field=args.id_field, dry_run=args.dry_run,
                                  checkpoint=checkpoint, batch_size=args.batch_size, workers=args.workers,
-                                 progress=bar)
+                                 progress=bar, restart=args.restart)
     if args.json:
         _print(report)
         return 0

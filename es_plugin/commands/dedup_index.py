@@ -40,7 +40,7 @@ from typing import Any
 
 from elasticsearch import BadRequestError, Elasticsearch
 
-from scrapy_zhdedup.config import DedupConfig
+from scrapy_zhdedup.config import DedupConfig, setting_name
 from scrapy_zhdedup.errors import ConfigError, EmptyTextError
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.bloom import ExactFilter
@@ -68,6 +68,7 @@ READ_SORT = [{"_seq_no": "asc"}, {"_shard_doc": "asc"}]
 DONE_FIELD = STATUS
 LARGEST = 10  # clusters listed in the report
 EXAMPLES = 3  # member ids shown per listed cluster
+FIELD_SAMPLE = 100  # documents looked at for a field that cannot be searched for
 
 Progress = Callable[[int], None]
 
@@ -135,19 +136,24 @@ class ClusterReport:
 def dedup_index(client: Elasticsearch, index: str, dedup_cfg: DedupConfig, *, text_field: str = "text",
                 html_field: str | None = None, id_field: str | None = None, dry_run: bool = False,
                 checkpoint: Path | None = None, batch_size: int = 500, workers: int | None = None,
-                progress: Progress | None = None) -> dict[str, Any]:
+                progress: Progress | None = None, restart: bool = False) -> dict[str, Any]:
     """Judge every document of ``index`` not judged yet, write ``zhdedup.*`` back, report the clusters.
 
     Documents are cleaned and fingerprinted by ``workers`` processes (default: the machine's cores)
     and judged here in read order, so the verdicts do not depend on ``workers``.
 
     ``progress(n)`` is called with the number of documents just judged.  With ``dry_run`` nothing is
-    written (and there is nothing to resume from).
+    written (and there is nothing to resume from).  ``restart`` ignores the checkpoint: the documents are
+    read from the start, and those the index holds a verdict for are loaded, not judged again.
+
+    A field no document has (``text_field``, ``html_field``, ``id_field``: a typo) is refused before anything
+    is read or written, naming the fields the index has.
     """
     if batch_size < 1:
         raise ConfigError("batch_size must be at least 1")
     if not client.indices.exists(index=index):
         raise EsIndexError(f"{index}: no such index")
+    _check_fields(client, index, text_field, html_field, id_field)
     layout = BandLayout.from_config(dedup_cfg)
     if dry_run:
         if read_meta(client, index) is not None:
@@ -158,7 +164,9 @@ def dedup_index(client: Elasticsearch, index: str, dedup_cfg: DedupConfig, *, te
     identity = {"index": index, "dedup": dataclasses.asdict(dedup_cfg), "text_field": text_field,
                 "html_field": html_field, "id_field": id_field}
     state = Checkpoint.open(None if dry_run else checkpoint, identity, {"after": None, "skipped": {}},
-                            way_out="delete it or pass another --checkpoint")
+                            restart=restart, named=_option,
+                            way_out="start over with --restart (the verdicts the index holds are kept), or pass "
+                                    "another --checkpoint")
     run = _Run(client, index, layout, fields, Fingerprinter(dedup_cfg), IndexMemory(dedup_cfg),
                ClusterReport(), state, BulkWriter(index), dry_run)
     started = time.perf_counter()
@@ -271,6 +279,50 @@ class _Run:
                 raise WritesRejectedError(f"{self.index}: {len(failed)} of {len(actions)} updates failed, first: "
                                           f"{action.id}: {describe(error)[1]}")
         self.state.save()
+
+
+def _option(key: str) -> str:
+    """An identity key of the checkpoint as the option that sets it."""
+    if key.startswith("dedup."):
+        return setting_name(key.removeprefix("dedup."))
+    return "--" + key.replace("_", "-")
+
+
+def _check_fields(client: Elasticsearch, index: str, text_field: str, html_field: str | None,
+                  id_field: str | None) -> None:
+    """A field named on the command line that no document of a non-empty index has is a typo: a run would
+    skip every document and leave a checkpoint in the way of the corrected command.  Refused, naming the
+    fields the documents have."""
+    if not client.count(index=index)["count"]:
+        return
+    wanted = [("--html-field or --text-field" if html_field else "--text-field", [f for f in (html_field, text_field) if f])]
+    if id_field:
+        wanted.append(("--id-field", [id_field]))
+    for option, names in wanted:
+        query = {"bool": {"should": [{"exists": {"field": name}} for name in names]}}
+        if client.count(index=index, query=query)["count"]:
+            continue
+        # not searchable (mapped with "index": false, or not mapped under "dynamic": false): look at some documents
+        sample = client.search(index=index, size=FIELD_SAMPLE, source_includes=names)["hits"]["hits"]
+        if any(_get(hit.get("_source") or {}, name) is not None for hit in sample for name in names):
+            continue
+        mapped = _mapped_fields(client.indices.get_mapping(index=index)[index]["mappings"])
+        said = " or ".join(repr(n) for n in names)
+        raise ConfigError(f"{index}: no document has a field {said} ({option}); its documents have "
+                          f"{', '.join(mapped) or 'no fields'}")
+
+
+def _mapped_fields(mapping: dict[str, Any], prefix: str = "") -> list[str]:
+    """The mapped fields, dotted, without our own ``zhdedup`` object."""
+    out: list[str] = []
+    for name, spec in mapping.get("properties", {}).items():
+        if not prefix and name == FIELD:
+            continue
+        if "properties" in spec:
+            out += _mapped_fields(spec, f"{prefix}{name}.")
+        else:
+            out.append(prefix + name)
+    return out
 
 
 def _prepare_mapping(client: Elasticsearch, index: str, layout: BandLayout) -> None:

@@ -53,7 +53,7 @@ from elasticsearch import ApiError, AsyncElasticsearch
 from es_plugin.store.backend import ElasticsearchBackend, Indexable, IndexJob, prepare_for_index
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import BadRecordError, ConfigError, EmptyTextError, InputError
-from scrapy_zhdedup.files.inputs import html_files, open_input, read_page, read_records
+from scrapy_zhdedup.files.inputs import Damage, html_files, open_input, read_page, read_records
 from scrapy_zhdedup.model import Verdict
 from scrapy_zhdedup.workers import PreparePool
 
@@ -73,6 +73,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_CHECKPOINT_DIR = Path(".zhdedup-checkpoints")
 MAX_REPORTED_ERRORS = 50
 IDENTITY_BLOCK = 1 << 16  # bytes of an input hashed into its checkpoint identity
+CHECKPOINT_NAMES = {"index": "--index", "input": "the input", "kind": "the kind of input",
+                    "file.size": "the input's size", "file.mtime_ns": "the input's modification time",
+                    "file.head_sha1": "the hash of the input's first 64 KiB"}
 
 Progress = Callable[[int], None]
 
@@ -103,7 +106,8 @@ def open_checkpoint(directory: Path, index: str, source: Path, kind: str, restar
         identity["file"] = file_identity(source)
     return Checkpoint.open(directory / f"{name}--{key}.json", identity,
                            {"position": 0, "last": None, "done": False}, restart=restart,
-                           way_out="delete it or use --restart")
+                           way_out="start over with --restart (documents the index holds already are skipped)",
+                           named=lambda key: CHECKPOINT_NAMES.get(key, key))
 
 
 class Reader:
@@ -112,6 +116,7 @@ class Reader:
     def __init__(self, strict: bool, errors: list[BadRecordError]) -> None:
         self.strict = strict
         self.errors = errors
+        self.damage = Damage()  # an input that cannot be read on: raised once what was read before is stored
 
     def bad(self, error: BadRecordError) -> None:
         if self.strict:
@@ -121,7 +126,8 @@ class Reader:
 
     def jsonl(self, source: Path, start: int) -> Iterator[Item]:
         with open_input(source) as fh:
-            for rec in read_records(fh, str(source), strict=self.strict, start_line=start, errors=self.errors):
+            records = read_records(fh, str(source), strict=self.strict, start_line=start, errors=self.errors)
+            for rec in self.damage.guard(records):
                 document = {k: v for k, v in rec.data.items() if k != "html"}  # the backend stores the main text
                 yield Item(rec.doc_id, rec.text, document, rec.path, rec.line, rec.line, rec.html)
 
@@ -289,6 +295,7 @@ async def store(backend: ElasticsearchBackend, items: AsyncIterator[Prepping], r
                 await settle()
         while in_flight:
             await settle()
+        reader.damage.check()  # a damaged input: what was read before it is stored and checkpointed below
         at["done"] = True
         await _commit(backend, state)
     except BaseException:

@@ -125,14 +125,6 @@ class ElasticsearchBackend:
         judge them again after a kill (``es ingest`` from its checkpoint, ``es replay`` from its file);
         what dead writers left is taken over either way.  ``needs``: the privileges checked at open on a
         secured cluster (privileges.py)."""
-        if es.es_bulk_size < 1:
-            raise ConfigError(f"ZHDEDUP_ES_BULK_SIZE must be positive, got {es.es_bulk_size}")
-        if es.es_flush_interval <= 0:
-            raise ConfigError(f"ZHDEDUP_ES_FLUSH_INTERVAL must be positive, got {es.es_flush_interval}")
-        if es.es_batch_window < 0:
-            raise ConfigError(f"ZHDEDUP_ES_BATCH_WINDOW must be >= 0, got {es.es_batch_window}")
-        if es.es_max_retries < 0:
-            raise ConfigError(f"ZHDEDUP_ES_MAX_RETRIES must be >= 0, got {es.es_max_retries}")
         _require_asyncio_reactor()
         self.dedup, self.es = dedup, es
         keys, rule = CandidateKeys.from_config(dedup), NearRule.from_config(dedup)

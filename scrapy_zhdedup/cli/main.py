@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             logger.exception("zhdedup: error")
         print(f"zhdedup: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C: a command that counts its work says how far it got (Interrupted)
+        if str(exc):
+            print(f"zhdedup: {exc}", file=sys.stderr)
         return 130
 

@@ -7,16 +7,19 @@ import contextlib
 import itertools
 import json
 import logging
+import signal
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 from ..config import DedupConfig, add_options, from_args
 from ..deduper import Deduper
-from ..errors import BadRecordError, StoreFailedError
-from ..files.inputs import STDIN, Record, input_name, open_input, read_pages, read_records
+from ..errors import BadRecordError, Interrupted, StoreFailedError
+from ..files.inputs import STDIN, Damage, Record, input_name, open_input, read_pages, read_records
 from ..files.output import AtomicOutput, check_output
 from ..model import Prepared
 from ..similarity.fingerprinter import Fingerprinter
@@ -71,6 +74,41 @@ def _scan_step(fingerprinter: Fingerprinter, job: Job | BadRecordError) -> Prepa
     return prepare_job(fingerprinter, job)
 
 
+class BetweenDocuments:
+    """Ctrl-C lands between two documents: one judged meanwhile is stored, printed and counted first, so
+    "interrupted after N documents" is what the output holds (where it fell, the count was one off)."""
+
+    def __init__(self) -> None:
+        self.busy = self.pending = False
+
+    def _sigint(self, signum: int, frame: FrameType | None) -> None:
+        if not self.busy:
+            raise KeyboardInterrupt
+        self.pending = True
+
+    @contextlib.contextmanager
+    def caught(self) -> Iterator[None]:
+        """SIGINT goes through :meth:`_sigint` meanwhile (only the main thread may set a handler)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.signal(signal.SIGINT, self._sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        self.busy = True
+        try:
+            yield
+        finally:
+            self.busy = False
+        if self.pending:
+            raise KeyboardInterrupt
+
+
 def cmd_scan(args: argparse.Namespace) -> int:
     """Judge every line; exit 1 when the input had lines but none could be judged.
 
@@ -84,35 +122,43 @@ def cmd_scan(args: argparse.Namespace) -> int:
     opened = time.perf_counter()
     name = input_name(args.input)
     unit = "page" if args.input != STDIN and Path(args.input).is_dir() else "line"  # what a bad record is
+    damage = Damage()
+    ctrl_c = BetweenDocuments()
     # First: nothing open for workers to inherit.  Judging needs a document's hash and features, not its text.
-    with PreparePool(config, _scan_step, args.workers, fork=True, text=False) as pool:
-        started = time.perf_counter()  # the dictionaries are loaded, the workers ready: start-up is over
-        deduper = Deduper.open(config, args.store)  # locks the store: a second writer fails here
-        try:
-            with (records(args.input, strict=args.strict, errors=errors) as read, AtomicOutput(args.output) as out,
-                  progress(None, "doc", "scan") as bar):
-                lines, jobs = itertools.tee(_in_order(read))
-                for line, prepared in zip(lines, pool.map(_job(line) for line in jobs)):
-                    if isinstance(line, BadRecordError):  # --strict: every line before it was judged
-                        raise line
-                    if isinstance(prepared, Exception):
-                        bad = BadRecordError.unjudged(line.path, line.line, prepared)
-                        if args.strict:
-                            raise bad from None
-                        logger.warning("skipped %s", bad)
-                        errors.append(bad)
-                        continue
-                    verdict = deduper.judge(prepared)
-                    counts[verdict.status] += 1
-                    if verdict.rerun:
-                        counts[f"rerun_{verdict.rerun}"] += 1
-                    out.write(json.dumps(verdict.record(), ensure_ascii=False) + "\n")
-                    bar.update(1)
-        except BaseException:
-            with contextlib.suppress(StoreFailedError):  # a full disk fails the snapshot too: the first error says more
-                deduper.close()
-            raise
-        deduper.close()
+    try:
+        with PreparePool(config, _scan_step, args.workers, fork=True, text=False) as pool:
+            started = time.perf_counter()  # the dictionaries are loaded, the workers ready: start-up is over
+            deduper = Deduper.open(config, args.store)  # locks the store: a second writer fails here
+            try:
+                with (records(args.input, strict=args.strict, errors=errors) as read,
+                      AtomicOutput(args.output) as out, progress(None, "doc", "scan") as bar, ctrl_c.caught()):
+                    lines, jobs = itertools.tee(_in_order(damage.guard(read)))
+                    for line, prepared in zip(lines, pool.map(_job(line) for line in jobs)):
+                        if isinstance(line, BadRecordError):  # --strict: every line before it was judged
+                            raise line
+                        if isinstance(prepared, Exception):
+                            bad = BadRecordError.unjudged(line.path, line.line, prepared)
+                            if args.strict:
+                                raise bad from None
+                            logger.warning("skipped %s", bad)
+                            errors.append(bad)
+                            continue
+                        with ctrl_c.deferred():  # stored, printed and counted together
+                            verdict = deduper.judge(prepared)
+                            out.write(json.dumps(verdict.record(), ensure_ascii=False) + "\n")
+                            counts[verdict.status] += 1
+                            if verdict.rerun:
+                                counts[f"rerun_{verdict.rerun}"] += 1
+                        bar.update(1)
+                    damage.check()  # a damaged input stops here, every line read before it judged
+            except BaseException:
+                with contextlib.suppress(StoreFailedError):  # a full disk fails the snapshot too: the first error says more
+                    deduper.close()
+                raise
+            deduper.close()
+    except KeyboardInterrupt:  # Ctrl-C: every verdict printed is in the store (--store), where a rerun resumes
+        judged = counts["unique"] + counts["exact"] + counts["near"]
+        raise Interrupted.after(judged, resumable=args.store is not None) from None
     if deduper.store.bloom_false_positives:
         logger.info("zhdedup scan: the Bloom filter said 'seen' for %d new texts (false positives)",
                      deduper.store.bloom_false_positives)

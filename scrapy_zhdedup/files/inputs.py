@@ -5,7 +5,8 @@ Bad lines are reported with file and line number and skipped (or raised with ``s
 one broken record never costs the rest of a 100k-line file.  A record is bad when it is not a
 JSON object or has no usable id or text (validate.py says what usable means).  A file that cannot be
 read on (a truncated ``.gz``) is not a bad line: it stops the command with :class:`InputError`,
-naming the file and the last line read.
+naming the file and the last line read, once every line read before it has been judged
+(:class:`Damage`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from ..errors import BadRecordError, InputError, InvalidDocumentError
 from ..text.clean import decode_html
@@ -29,6 +30,7 @@ from ..text.validate import check_id, check_unicode
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
 STDIN = "-"
 HTML_SUFFIXES = (".html", ".htm", ".shtml", ".xhtml")
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
@@ -90,6 +92,27 @@ def _lines(fh: IO[str], path: str) -> Iterator[tuple[int, str]]:
             raise InputError.unreadable(path, number, exc) from None
         number += 1
         yield number, raw
+
+
+class Damage:
+    """Where an input could not be read on.  :meth:`guard` ends the records there as if the input ended,
+    so whatever reads ahead of the judging (worker processes, a lookup window) hands on every record
+    read before it; :meth:`check` then raises the error, once the caller has judged them all.  Without
+    it the error overtook the records in flight: 3,010 lines judged with one worker, 2,560 with two."""
+
+    def __init__(self) -> None:
+        self.error: InputError | None = None
+
+    def guard(self, records: Iterator[T]) -> Iterator[T]:
+        try:
+            yield from records
+        except InputError as exc:
+            self.error = exc
+
+    def check(self) -> None:
+        """Raise the InputError that ended the records, if one did."""
+        if self.error is not None:
+            raise self.error
 
 
 def html_files(directory: Path) -> list[Path]:

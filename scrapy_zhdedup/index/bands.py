@@ -13,16 +13,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import combinations
+from math import comb
 from typing import Any
 
 import numpy as np
 
-from ..config import DedupConfig
+from ..config import DedupConfig, setting_name
 from ..errors import ConfigError
 from ..similarity.simhash import BITS
 
 LAYOUT_VERSION = 1
 MAX_TABLES = 128  # keys computed per document, and keyword fields per index on Elasticsearch
+
+
+def _problem(k: int, blocks: int, bits: int) -> str | None:
+    """Why ``k`` and ``blocks`` make no usable layout, or None: the key of the widest table (its ``blocks - k``
+    widest blocks) and the table number must fit 64 bits, and there are at most MAX_TABLES tables."""
+    if not 0 <= k < blocks <= bits:
+        return f"is not a layout (the bands must be more than the threshold and at most {bits})"
+    tables = comb(blocks, k)
+    base, extra = divmod(bits, blocks)
+    key_bits = (blocks - k) * base + min(extra, blocks - k)
+    if tables > 1 and key_bits + max(1, (tables - 1).bit_length()) > 64:
+        return f"needs {key_bits + max(1, (tables - 1).bit_length())}-bit band keys, more than 64"
+    if tables > MAX_TABLES:
+        return f"needs {tables} band tables, more than {MAX_TABLES}"
+    return None
 
 
 def default_blocks(k: int) -> int:
@@ -44,15 +60,13 @@ class BandLayout:
     def __post_init__(self) -> None:
         if self.blocks == 0:
             object.__setattr__(self, "blocks", default_blocks(self.k))
-        if not 0 <= self.k < self.blocks <= self.bits:
-            raise ConfigError(f"band layout needs 0 <= k < blocks <= {self.bits}, got k={self.k}, blocks={self.blocks}")
-        if len(self.tables) > 1 and self.key_bits + self.table_bits > 64:
-            raise ConfigError(
-                f"band layout k={self.k}, blocks={self.blocks} needs {self.key_bits + self.table_bits}-bit table keys "
-                f"(more than 64): use fewer blocks")
-        if len(self.tables) > MAX_TABLES:
-            raise ConfigError(f"band layout k={self.k}, blocks={self.blocks} needs {len(self.tables)} tables "
-                             f"(at most {MAX_TABLES}): use fewer blocks")
+        problem = _problem(self.k, self.blocks, self.bits)
+        if problem:
+            fits = [b for b in range(self.k + 1, self.bits + 1) if not _problem(self.k, b, self.bits)]
+            bands = f"{fits[0]}" if fits and fits[0] == fits[-1] else f"{fits[0]} to {fits[-1]}" if fits else ""
+            way = f"at this threshold {setting_name('bands')} may be {bands}" if fits else f"lower {setting_name('threshold')}"
+            raise ConfigError(f"{setting_name('threshold')} {self.k} with {setting_name('bands')} {self.blocks} "
+                              f"{problem}: {way}")
 
     @cached_property
     def _block_masks(self) -> list[tuple[int, int]]:

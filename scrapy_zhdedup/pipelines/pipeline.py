@@ -197,8 +197,7 @@ class ZhDedupPipeline:
             document.pop(self.config.html_field, None)  # the page is judged, not stored: the backend stores its text
             return await self.backend.judge(doc_id, text=text, html=html, document=document)
         except (EmptyTextError, InvalidDocumentError) as exc:
-            reason = "empty_text" if isinstance(exc, EmptyTextError) else "invalid"
-            self.stats.inc_value(f"zhdedup/skipped/{reason}")
+            self.stats.inc_value(f"zhdedup/skipped/{exc.skipped_as}")  # empty_text, junk, invalid
             logger.warning("zhdedup: %s passed through unjudged: %s", _printable(doc_id), exc)
             return None
         except StoreUnavailableError as exc:  # kept by the backend (dead-letter file), delivered by its replay

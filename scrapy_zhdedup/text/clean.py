@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import cached_property
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -22,7 +23,8 @@ from lxml import etree
 from w3lib.encoding import html_to_unicode
 
 from ..config import Extractor
-from ..errors import ConfigError, EmptyTextError
+from ..errors import ConfigError, EmptyTextError, JunkError
+from . import junk
 
 # Elements that never hold the article body.
 _DROP_TAGS = (
@@ -126,6 +128,7 @@ class TextCleaner:
         out = self.normalise(raw)
         if not _WORDLIKE.search(out):
             raise EmptyTextError("no words or Chinese characters left after cleaning")
+        junk.refuse_binary(out)
         return Cleaned(_collapse_spaces(_INVISIBLE.sub("", raw)), out)
 
     def extract(self, html: str) -> str:
@@ -184,12 +187,25 @@ def _lxml_main_text(html: str) -> str:
 
     If dropping the blocks whose class/id looks like boilerplate leaves (almost) nothing, the
     page put its article inside such a block (class="info", say): judge it without that rule
-    rather than as an empty text.
+    rather than as an empty text, unless the site's furniture holds all its text (junk.py).
     """
-    text = _lxml_blocks(html, drop_marked=True)
-    if next(itertools.islice(_WORDLIKE.finditer(text), 19, None), None) is None:  # fewer than 20 word characters
-        text = _lxml_blocks(html, drop_marked=False)
+    text = _lxml_blocks(html, _marked)
+    if _few_words(text):
+        text = _lxml_blocks(html, None)
+        if not _few_words(text) and _few_words(_lxml_blocks(html, junk.is_chrome)):
+            raise JunkError(junk.ONLY_FURNITURE)
     return text
+
+
+def _few_words(text: str) -> bool:
+    """Fewer than 20 word characters."""
+    return next(itertools.islice(_WORDLIKE.finditer(text), 19, None), None) is None
+
+
+def _marked(el: etree._Element) -> bool:
+    """A block whose class or id looks like boilerplate."""
+    marks = f"{el.get('class', '')} {el.get('id', '')}"
+    return bool(marks.strip()) and _BOILERPLATE.search(marks) is not None and el.tag not in ("body", "html")
 
 
 def _parse(html: str) -> etree._Element | None:
@@ -218,7 +234,8 @@ def _text_content(el: etree._Element) -> str:
     return "".join(el.itertext())
 
 
-def _lxml_blocks(html: str, drop_marked: bool) -> str:
+def _lxml_blocks(html: str, drop: Callable[[etree._Element], bool] | None) -> str:
+    """The text blocks of the page without the non-content tags and the elements ``drop`` names."""
     try:
         root = _parse(html)
     except etree.ParserError:
@@ -226,11 +243,8 @@ def _lxml_blocks(html: str, drop_marked: bool) -> str:
     if root is None:
         return ""
     etree.strip_elements(root, etree.Comment, *_DROP_TAGS, with_tail=False)
-    for el in list(root.iter()) if drop_marked else ():
-        if not isinstance(el.tag, str) or el.getparent() is None:
-            continue
-        marks = f"{el.get('class', '')} {el.get('id', '')}"
-        if marks.strip() and _BOILERPLATE.search(marks) and el.tag not in ("body", "html"):
+    for el in [el for el in root.iter() if isinstance(el.tag, str) and drop(el)] if drop else ():
+        if el.getparent() is not None:  # not dropped already with an ancestor
             _drop_tree(el)
     lines: list[str] = []
     for block in _text_blocks(root):

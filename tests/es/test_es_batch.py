@@ -17,6 +17,7 @@ from elasticsearch import Elasticsearch
 from es_plugin.commands.dedup_index import READ_SORT, dedup_index
 from es_plugin.commands.pointintime import PointInTime
 from es_plugin.errors import EsIndexError
+from scrapy_zhdedup.cli.main import main
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import LayoutMismatchError, ZhDedupError
@@ -245,3 +246,30 @@ def test_wrong_layout_or_mapping_is_refused(es_client: Elasticsearch, index: str
     with pytest.raises(EsIndexError, match="template version 99"):
         dedup_index(es_client, foreign, DEDUP)
 
+
+
+def test_a_field_no_document_has_is_refused_and_a_checkpoint_names_what_differs(
+        es_url: str, es_client: Elasticsearch, index: str, docs: list[tuple[str, dict[str, Any]]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--text-field body`` on an index whose documents have ``text``: one line, exit 2, nothing written (it
+    exited 0 having skipped every document, and its checkpoint refused the corrected command); a checkpoint of
+    other options names the option and the way to start over (it printed both identities as dicts)."""
+    load(es_client, index, docs[:12])
+    checkpoint = tmp_path / "ck.json"
+    command = ["es", "dedup-index", "--url", es_url, "--index", index, "--checkpoint", str(checkpoint), "--workers", "1"]
+    assert main([*command, "--text-field", "body"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"zhdedup: error: {index}: no document has a field 'body' (--text-field); its documents have text, title"]
+    assert not checkpoint.exists() and "zhdedup" not in es_client.indices.get_mapping(index=index)[index]["mappings"].get(
+        "properties", {})
+    assert main([*command, "--id-field", "url"]) == 2
+    assert "no document has a field 'url' (--id-field)" in capsys.readouterr().err
+
+    assert main(command) == 0 and checkpoint.exists()
+    capsys.readouterr()
+    assert main([*command, "--similarity", "0.7"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"zhdedup: error: {checkpoint}: the checkpoint of a run with other options (ZHDEDUP_SIMILARITY (--similarity) "
+        "0.68, now 0.7); start over with --restart (the verdicts the index holds are kept), or pass another "
+        "--checkpoint"]
+    assert main([*command, "--similarity", "0.7", "--restart"]) == 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,8 +22,19 @@ from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import BadRecordError, LayoutMismatchError
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.text.clean import TextCleaner
-from tests.support.helpers import Interrupt, interrupt_after
-from tests.support.zhtexts import articles, edit_chars, news_page, traditional, traditional_tw, with_attribution
+from tests.support.helpers import Interrupt, gz_cut_after, interrupt_after
+from tests.support.waiting import wait_until
+from tests.support.zhtexts import (
+    articles,
+    binary_page,
+    edit_chars,
+    furniture_page,
+    news_page,
+    snippets,
+    traditional,
+    traditional_tw,
+    with_attribution,
+)
 
 pytestmark = pytest.mark.es
 
@@ -236,3 +249,63 @@ def test_wrong_or_missing_template_is_a_clear_error(es_url: str, index: str, tmp
     with pytest.raises(LayoutMismatchError, match="ZHDEDUP_THRESHOLD=3"):
         ingest([src], DedupConfig(threshold=4, passages=False), es_config(es_url, other, tmp_path),
                checkpoint_dir=tmp_path / "ck")
+
+
+def test_a_truncated_gz_is_stored_up_to_the_damage(es_url: str, index: str, tmp_path: Path,
+                                                  es_client: Elasticsearch) -> None:
+    """5,000 lines cut so that 3,010 can be read: all 3,010 are stored and checkpointed, then one line names
+    where the input stopped, exit 2 (it stored 2,000: the lines still being read ahead, a lookup window of
+    1,000, were dropped with the error); a rerun of the same command stops at the same line, storing nothing twice."""
+    lines = [{"id": f"d{i}", "text": text} for i, text in enumerate(snippets(5_000, size=60, step=100))]
+    source = gz_cut_after(tmp_path / "in.jsonl.gz", lines, 3_010)
+    command = [str(Path(sys.executable).with_name("zhdedup")), "es", "ingest", str(source), "--url", es_url,
+               "--index", index, "--workers", "2", "--checkpoint-dir", str(tmp_path / "ck")]
+    expected = [f"zhdedup: error: {source}: cannot read past line 3010: Compressed file ended before the "
+                "end-of-stream marker was reached (a truncated or damaged .gz file?)"]
+    for _ in range(2):
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 2 and proc.stderr.splitlines() == expected, proc.stderr
+        es_client.indices.refresh(index=index)
+        assert es_client.count(index=index)["count"] == 3_010
+        state = open_checkpoint(tmp_path / "ck", index, source.resolve(), "jsonl", restart=False)
+        assert state.progress["position"] == 3_010 and not state.progress["done"]
+
+
+def test_ctrl_c_says_how_far_it_got_and_the_rerun_resumes(es_url: str, index: str, tmp_path: Path,
+                                                          es_client: Elasticsearch) -> None:
+    """A real SIGINT once the first bulk is checkpointed: one line, exit 130, what was judged stored and
+    checkpointed; the same command again resumes there and stores the rest (it exited 130 saying nothing)."""
+    lines = [{"id": f"s{i}", "text": text} for i, text in enumerate(snippets(4_000, size=60, step=100))]
+    source = write_jsonl(tmp_path / "in.jsonl", lines)
+    command = [str(Path(sys.executable).with_name("zhdedup")), "es", "ingest", str(source), "--url", es_url,
+               "--index", index, "--workers", "2", "--bulk-size", "200", "--checkpoint-dir", str(tmp_path / "ck")]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: any((tmp_path / "ck").glob("*.json")), "a checkpoint", timeout=300, proc=proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130 and out == "", err
+    [line] = err.splitlines()
+    assert re.fullmatch(r"zhdedup: interrupted after \d+ documents; rerun the same command to resume", line)
+    judged = int(line.split()[3])
+    state = open_checkpoint(tmp_path / "ck", index, source.resolve(), "jsonl", restart=False)
+    assert 200 <= judged < len(lines) and state.progress["position"] == judged and not state.progress["done"]
+
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed after position {judged}" in resumed.stderr
+    es_client.indices.refresh(index=index)
+    assert es_client.count(index=index)["count"] == len(lines)
+
+
+def test_junk_is_skipped_like_an_empty_page(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch) -> None:
+    """Binary data served as a page and a page of only the site's furniture: skipped and counted as bad records,
+    naming why, not stored as `unique` documents."""
+    [article] = articles(1)
+    src = write_jsonl(tmp_path / "news.jsonl", [{"id": "article", "text": article.text},
+                                                {"id": "image", "html": binary_page().decode("latin-1")},
+                                                {"id": "chrome", "html": furniture_page()}])
+    report = ingest([src], DEDUP, es_config(es_url, index, tmp_path), checkpoint_dir=tmp_path / "ck")
+    assert (report["judged"], report["unique"], report["bad"]) == (1, 1, 2)
+    assert [e.split(": ", 1)[1][:30] for e in report["bad_examples"]] == ["not a document (binary data, n",
+                                                                            "not a document (no main text: "]
+    assert list(stored(es_client, index)) == ["article"]

@@ -127,6 +127,51 @@ def test_kill_9_at_random_moments_then_rerun_loses_nothing_and_says_the_same(tmp
     assert b"judged before (stored verdicts)" in resumed.stderr
 
 
+@pytest.fixture(scope="module")
+def long_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Long enough (10,000 snippets, seconds of judging) that a signal sent after the tenth verdict lands mid-run."""
+    texts = zhtexts.snippets(10_000, size=60, step=100)
+    return write_jsonl(tmp_path_factory.mktemp("long") / "corpus.jsonl",
+                       [{"id": f"s{i}", "text": text} for i, text in enumerate(texts)])
+
+
+def _interrupted(command: list[str]) -> tuple[int, list[dict[str, Any]], list[str]]:
+    """``command`` sent a real SIGINT after its tenth verdict: its exit status, every verdict it printed, its
+    standard error lines."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    seen = [json.loads(proc.stdout.readline()) for _ in range(10)]
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stdout.read()  # through the reader readline() filled (communicate() would skip its buffer)
+    err = proc.stderr.read()  # one line: it cannot fill the pipe while stdout is being read
+    proc.wait(timeout=120)
+    return proc.returncode, seen + _lines(rest), err.decode().splitlines()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_says_how_far_it_got_and_the_rerun_resumes(long_corpus: Path, tmp_path: Path, workers: int) -> None:
+    """A real SIGINT mid-run: one line, exit 130, the verdicts printed so far kept in the store, and the same
+    command again finishes with the output of an uninterrupted run (it exited 130 saying nothing)."""
+    expected = _lines(_scan(long_corpus, workers=workers).stdout)
+    store = tmp_path / "store"
+    code, seen, err = _interrupted([str(ZHDEDUP), "scan", str(long_corpus), "--store", str(store),
+                                    "--workers", str(workers)])
+    assert code == 130
+    assert err == [f"zhdedup: interrupted after {len(seen)} documents; rerun the same command to resume"]
+    assert 10 <= len(seen) < len(expected) and seen == expected[: len(seen)]
+    resumed = _scan(long_corpus, "--store", store, workers=workers)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _lines(resumed.stdout) == expected
+    assert b"judged before (stored verdicts)" in resumed.stderr
+
+
+def test_ctrl_c_without_a_store_says_nothing_is_kept(long_corpus: Path) -> None:
+    code, seen, err = _interrupted([str(ZHDEDUP), "scan", str(long_corpus), "--workers", "1"])
+    assert code == 130
+    assert err == [f"zhdedup: interrupted after {len(seen)} documents; nothing is kept without --store: rerun the "
+                   "same command to start again"]
+
+
 def test_a_rerun_on_the_same_store_repeats_its_verdicts(tmp_path: Path) -> None:
     corpus = write_jsonl(tmp_path / "corpus.jsonl", CORPUS[:40])
     first = _scan(corpus, "--store", tmp_path / "store")

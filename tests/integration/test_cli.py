@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 from scrapy_zhdedup import DedupConfig, Deduper
 from tests.support import zhtexts
-from tests.support.helpers import write_jsonl
+from tests.support.helpers import gz_cut_after, write_jsonl
 from tests.support.scans import ARTICLES, BAD, bad_file, oracle, read_verdicts, scan_records
 
 ZHDEDUP = Path(sys.executable).with_name("zhdedup")
@@ -77,26 +76,43 @@ def test_20k_lines_run_with_bounded_memory(big_scan: dict[str, Any]) -> None:
     assert peak_mb < MAX_RSS_MB, f"peak RSS {peak_mb:.0f} MB"
 
 
-def test_a_truncated_gz_input_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
-    """The lines before the cut are judged (and kept in --store); the command stops with one line naming
-    the file and the last line read, exit 2 (it printed a 25-line EOFError traceback and exited 1)."""
-    import gzip
+DAMAGED_LINES, READABLE = 5_000, 3_010
 
-    lines = "".join(json.dumps({"id": f"d{i}", "text": a.text}, ensure_ascii=False) + "\n"
-                    for i, a in enumerate(ARTICLES))
-    whole = gzip.compress(lines.encode("utf-8"))
-    source = tmp_path / "in.jsonl.gz"
-    source.write_bytes(whole[: len(whole) * 2 // 3])
-    proc = subprocess.run([str(ZHDEDUP), "scan", str(source), "--workers", "1", "--store", str(tmp_path / "s")],
-                          capture_output=True, text=True, timeout=300)
+
+@pytest.fixture(scope="module")
+def damaged_gz(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """5,000 lines of news snippets, gzipped and cut so that exactly the first 3,010 can be read."""
+    lines = [{"id": f"d{i}", "text": text} for i, text in enumerate(zhtexts.snippets(DAMAGED_LINES, size=60, step=100))]
+    return gz_cut_after(tmp_path_factory.mktemp("damaged") / "in.jsonl.gz", lines, READABLE)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("store", [False, True])
+def test_a_truncated_gz_input_is_judged_up_to_the_damage_for_any_workers(damaged_gz: Path, tmp_path: Path,
+                                                                         workers: str, store: bool) -> None:
+    """Every line before the cut is judged and printed (and kept with --store), then one line naming the file
+    and the last line read, exit 2.  Two workers printed 2,560 of the 3,010, the error overtaking the lines
+    still in the workers; before that, a 25-line EOFError traceback and exit 1."""
+    kept = ["--store", str(tmp_path / "s")] if store else []
+    proc = subprocess.run([str(ZHDEDUP), "scan", str(damaged_gz), "--workers", workers, *kept],
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    [error] = [line for line in proc.stderr.splitlines() if line.startswith("zhdedup: error:")]
-    assert error.startswith(f"zhdedup: error: {source}: cannot read past line ") and "truncated" in error
-    assert len(proc.stderr.splitlines()) == 1
-    judged = int(error.split("cannot read past line ")[1].split(":")[0])
-    assert 0 < judged < len(ARTICLES)
-    deduper = Deduper.open(DedupConfig(), tmp_path / "s")
-    try:
-        assert deduper.store.judged == judged  # what was read was judged and kept
-    finally:
-        deduper.close()
+    assert proc.stderr.splitlines() == [f"zhdedup: error: {damaged_gz}: cannot read past line {READABLE}: Compressed "
+                                        "file ended before the end-of-stream marker was reached (a truncated or "
+                                        "damaged .gz file?)"]
+    assert [o["id"] for o in read_verdicts(proc.stdout)] == [f"d{i}" for i in range(READABLE)]
+    if store:
+        deduper = Deduper.open(DedupConfig(), tmp_path / "s")
+        try:
+            assert deduper.store.judged == READABLE  # what was read was judged and kept
+        finally:
+            deduper.close()
+
+
+def test_a_setting_refused_with_worker_processes_is_the_same_one_line(tmp_path: Path) -> None:
+    """``--shingle-size 0`` with two workers: it printed each worker's BrokenProcessPool traceback."""
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "text": "国家统计局今天发布数据。"}])
+    proc = subprocess.run([str(ZHDEDUP), "scan", str(source), "--workers", "2", "--shingle-size", "0"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == ["zhdedup: error: ZHDEDUP_SHINGLE_SIZE (--shingle-size) must be at least 1, not 0"]

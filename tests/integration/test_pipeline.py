@@ -208,6 +208,28 @@ def test_second_crawl_with_the_same_jobdir_delivers_only_what_is_new(drop_crawls
     assert again["stats"]["zhdedup/rerun/delivered"] == first["stats"]["zhdedup/unique"]
 
 
+def test_junk_passes_unjudged_like_an_empty_page_counted_apart(tmp_path: Path) -> None:
+    """Binary data served as a page and a page of only the site's furniture: WARNING, passed on unjudged,
+    ``zhdedup/skipped/junk`` (they were judged `unique` and stored, and every such page of a site a repeat)."""
+    root = tmp_path / "junk-site"
+    root.mkdir()
+    [article] = zhtexts.articles(1)
+    (root / "article.html").write_text(news_page(article.title, article.text), encoding="utf-8")
+    (root / "image.html").write_bytes(zhtexts.binary_page())
+    (root / "chrome.html").write_text(zhtexts.furniture_page(), encoding="utf-8")
+    (root / "chrome2.html").write_text(zhtexts.furniture_page("difang"), encoding="utf-8")
+    with serving(root) as base:
+        urls = [base + name for name in ("article.html", "image.html", "chrome.html", "chrome2.html")]
+        (result,), log = _crawl(tmp_path, [{"name": "news", "urls": urls, "item": "dict",
+                                            "settings": {"JOBDIR": str(tmp_path / "job")}}])
+    stats = result["stats"]
+    assert stats["zhdedup/skipped/junk"] == 3 and stats["zhdedup/judged"] == stats["zhdedup/unique"] == 1
+    assert f"zhdedup: {base}image.html passed through unjudged: binary data, not text" in log
+    assert (f"zhdedup: {base}chrome.html passed through unjudged: no main text: only the site's header, footer, "
+            "navigation and sidebar") in log
+    assert sorted(item["url"] for item in result["items"]) == sorted(urls)  # passed on, like an empty page
+
+
 def test_an_item_whose_id_cannot_be_stored_passes_unjudged_and_the_rest_is_kept(
         site: tuple[str, list[Page]], tmp_path: Path) -> None:
     base, pages = site

@@ -62,6 +62,24 @@ def write_jsonl(path: Path, lines: Sequence[Any]) -> Path:
     return path
 
 
+def gz_cut_after(path: Path, lines: Sequence[Any], readable: int) -> Path:
+    """``lines`` as gzipped JSON lines, cut short so that exactly the first ``readable`` lines can be read
+    (the file ends at a sync flush after them, before the end-of-stream marker)."""
+    import gzip
+    import io
+
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb") as gz:
+        encoded = [((line if isinstance(line, str) else json.dumps(line, ensure_ascii=False)) + "\n").encode()
+                   for line in lines]
+        gz.write(b"".join(encoded[:readable]))
+        gz.flush()  # Z_SYNC_FLUSH: everything so far decodes from the bytes written so far
+        cut = buffer.tell()
+        gz.write(b"".join(encoded[readable:]))
+    path.write_bytes(buffer.getvalue()[:cut])
+    return path
+
+
 # mounts a tmpfs of $1 at $2, runs the rest, copies what the disk holds to $3 (if given), exits with the run's status
 _ON_A_SMALL_DISK = ('mount -t tmpfs -o size="$1" tmpfs "$2" || exit 97; disk=$2; keep=$3; shift 3; "$@"; status=$?; '
                     '[ -z "$keep" ] || cp -a "$disk/." "$keep" || exit 98; exit $status')

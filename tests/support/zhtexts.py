@@ -221,3 +221,17 @@ def snippets(n: int, *, size: int = 150, step: int = 400) -> list[str]:
                     if len(out) == n:
                         return out
     raise LookupError(f"only {len(out)} snippets of {size} characters")
+
+
+def binary_page(seed: int = 0, size: int = 6_000) -> bytes:
+    """Binary data a server sent as HTML (an image behind a wrong Content-Type): a PNG signature, then noise."""
+    rng = random.Random(seed)
+    return b"\x89PNG\r\n\x1a\n" + bytes(rng.randrange(256) for _ in range(size))
+
+
+def furniture_page(site: str = "xinwen") -> str:
+    """A page of the example site that is only its header, navigation, sidebar and footer: no article."""
+    from examples.site.generate import SITES, _charset_tag, _chrome_bottom, _chrome_top, _head
+
+    chosen = SITES[site]
+    return _head("星河新闻网", chosen, _charset_tag("utf-8")) + _chrome_top(chosen) + _chrome_bottom(chosen, [])

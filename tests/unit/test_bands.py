@@ -91,7 +91,7 @@ def test_default_blocks_and_table_count() -> None:
 
 @pytest.mark.parametrize(("k", "blocks"), [(-1, 3), (3, 3), (4, 3), (3, 65), (64, 64)])
 def test_invalid_layouts_raise(k: int, blocks: int) -> None:
-    with pytest.raises(ValueError, match="band layout"):
+    with pytest.raises(ValueError, match=r"ZHDEDUP_BANDS \(--bands\)"):
         BandLayout(k=k, blocks=blocks)
 
 
