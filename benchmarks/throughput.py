@@ -252,8 +252,9 @@ def take_turns(args: argparse.Namespace, path: Path, docs: Sequence[Doc]) -> dic
 
     client = Elasticsearch(args.url, request_timeout=120) if args.url else None
     try:
-        common.interleaved({name: keep(name, fn) for name, fn in contenders(client, args.url, path, docs,
-                                                                               args.workers).items()},
+        chosen = {name: fn for name, fn in contenders(client, args.url, path, docs, args.workers).items()
+                  if name == REFERENCE or not args.only or any(s in name for s in args.only)}
+        common.interleaved({name: keep(name, fn) for name, fn in chosen.items()},
                            args.repeat, setup=(lambda: common.wait_until_quiet(client)) if client else None)
     finally:
         if client is not None:
@@ -310,6 +311,8 @@ def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=positive, default=2, help="runs per contender, best counts (default %(default)s)")
     parser.add_argument("--workers", type=positive, default=os.cpu_count() or 1,
                         help="N for the --workers N runs (default: the machine's cores, %(default)s)")
+    parser.add_argument("--only", nargs="*", help="substrings of the contenders to run beside the reference "
+                                                  "(default: all)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
 
 
