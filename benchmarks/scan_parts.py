@@ -51,11 +51,13 @@ def run(args: argparse.Namespace) -> Result:
     config = DedupConfig()
     fp = Fingerprinter(config)
     prepared: list[Prepared] = []
+    judgeable = []  # the records scan judges (the others are bad lines: no text left after cleaning)
     for r in records:
         try:
-            prepared.append(fp.prepare(r["id"], text=r.get("text") if "html" not in r else None, html=r.get("html")))
+            prepared.append(fp.prepare(r["id"], text=r.get("text"), html=r.get("html")))  # as scan's workers do
         except EmptyTextError:
             continue
+        judgeable.append(r)
     texts = [without_furniture(p.clean[: config.max_chars]) for p in prepared]
     for p in prepared:  # features once, so the caches are warm and judging is timed on its own
         p.featured(fp.features)
@@ -71,8 +73,7 @@ def run(args: argparse.Namespace) -> Result:
     parts: dict[str, float] = {
         "read the JSONL line": _cpu_us(lambda: [json.loads(line) for line in lines], n, repeat),
         "clean (extract, NFKC, OpenCC)": _cpu_us(
-            lambda: [fp.cleaner.cleaned(text=r.get("text") if "html" not in r else None, html=r.get("html"))
-                     for r in records], n, repeat),
+            lambda: [fp.cleaner.cleaned(text=r.get("text"), html=r.get("html")) for r in judgeable], n, repeat),
         "content hash": _cpu_us(lambda: [content_hash(p.clean) for p in prepared], n, repeat),
         "segmentation (rjieba)": _cpu_us(lambda: [cut.__wrapped__(t) for t in texts], n, repeat),
         "word weights (incl. segmentation)": _cpu_us(lambda: [fp.featurizer.words(t) for t in texts], n, repeat),
