@@ -1,4 +1,4 @@
-"""Accuracy on labelled reposts: ours in each mode vs the ``simhash`` package vs datasketch LSH.
+"""Accuracy on labelled reposts: ours in each mode vs the ``simhash`` package, datasketch LSH and rensa LSH.
 
     python -m benchmarks accuracy [--n-base 1000] [--short-n-base 1000] [--jobs 2]
 
