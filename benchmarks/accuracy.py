@@ -1,4 +1,4 @@
-"""Accuracy on labelled reposts: ours in each mode vs the ``simhash`` package vs datasketch LSH.
+"""Accuracy on labelled reposts: ours in each mode vs the ``simhash`` package, datasketch LSH and rensa LSH.
 
     python -m benchmarks accuracy [--n-base 1000] [--short-n-base 1000] [--jobs 2]
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks import common
-from benchmarks.judges import Judge, minhash_lsh, ours, simhash_default, simhash_jieba
+from benchmarks.judges import Judge, minhash_lsh, ours, rensa_lsh, simhash_default, simhash_jieba
 from benchmarks.runner import Benchmark, Result, positive
 from corpora.corpus import DEFAULT_SEED, Record, build_accuracy_set, build_short_set
 from corpora.reposts import TRANSFORMS
@@ -48,6 +48,7 @@ LONG_METHODS: dict[str, Judge] = {
     "datasketch: 3-gram MinHashLSH(0.7)": minhash_lsh(3, 0.7),
     "datasketch: 5-gram MinHashLSH(0.5)": minhash_lsh(5, 0.5),
     "datasketch: 5-gram MinHashLSH(0.7)": minhash_lsh(5, 0.7),
+    "rensa: 3-gram RMinHashLSH(0.7)": rensa_lsh,
 }
 SHORT_METHODS: dict[str, Judge] = {
     "ours, default (auto → chars n=3 below 200 chars)": ours(),
@@ -60,6 +61,7 @@ SHORT_METHODS: dict[str, Judge] = {
     "naive: jieba.lcut + Simhash, SimhashIndex(k=3)": simhash_jieba,
     "datasketch: 3-gram MinHashLSH(0.5)": minhash_lsh(3, 0.5),
     "datasketch: 3-gram MinHashLSH(0.7)": minhash_lsh(3, 0.7),
+    "rensa: 3-gram RMinHashLSH(0.7)": rensa_lsh,
 }
 
 

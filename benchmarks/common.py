@@ -27,7 +27,7 @@ from corpora import CACHE_DIR as CACHE_DIR  # scan files and fingerprints are ca
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
-PACKAGES = ("scrapy-zhdedup", "numpy", "rjieba", "jieba", "simhash", "datasketch", "pybloom-live", "scrapy")
+PACKAGES = ("scrapy-zhdedup", "numpy", "rjieba", "jieba", "simhash", "datasketch", "rensa", "pybloom-live", "scrapy")
 
 
 # --- the machine --------------------------------------------------------------------------

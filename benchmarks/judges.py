@@ -1,5 +1,5 @@
-"""The methods every quality and speed comparison runs side by side: ours, the ``simhash`` package and
-datasketch's MinHash LSH, each as a judge.
+"""The methods every quality and speed comparison runs side by side: ours, the ``simhash`` package,
+datasketch's MinHash LSH and rensa's (rensa_scan.py), each as a judge.
 
 A judge reads documents (anything with an ``id`` and a ``text``) in arrival order and yields, per
 document, the id of the earlier document it repeats, or None.  Where a method has a notion of distance
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from benchmarks import rensa_scan
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import EmptyTextError
@@ -97,3 +98,8 @@ def minhash_lsh(shingle: int, threshold: float) -> Judge:
             seen[doc.id] = (n, m)
 
     return judge
+
+
+def rensa_lsh(docs: Sequence[Text]) -> Iterator[str | None]:
+    """rensa: character 3-grams, ``RMinHash(128)``, ``RMinHashLSH(0.7)``; the most similar candidate (rensa_scan.py)."""
+    return rensa_scan.judge((doc.id, doc.text) for doc in docs)

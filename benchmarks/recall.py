@@ -49,7 +49,7 @@ from typing import Any
 
 from benchmarks import common, exact_overlaps
 from benchmarks.exact_overlaps import ExactOverlaps
-from benchmarks.judges import minhash_lsh, simhash_jieba
+from benchmarks.judges import minhash_lsh, rensa_lsh, simhash_jieba
 from benchmarks.runner import Benchmark, Result, corpus_option, positive
 from benchmarks.store_bytes import store_bytes
 from corpora import recall_sets, sources, truth
@@ -123,6 +123,7 @@ def methods() -> dict[str, Judge]:
         "simhash: jieba words, SimhashIndex(k=3)": simhash_jieba,
         "datasketch: 3-gram MinHashLSH(0.5)": minhash_lsh(3, 0.5),
         "datasketch: 3-gram MinHashLSH(0.7)": minhash_lsh(3, 0.7),
+        "rensa: 3-gram RMinHashLSH(0.7)": rensa_lsh,
     }
 
 

