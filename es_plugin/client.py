@@ -1,4 +1,9 @@
-"""Elasticsearch clients built from :class:`EsConfig`, and a start-up check with a useful error.
+"""Elasticsearch and OpenSearch clients built from :class:`EsConfig`, and a start-up check with a useful error.
+
+A client is made for the server at the URL, asked once what it is (flavour.py): Elasticsearch 8/9 get
+elasticsearch-py's own client, Elasticsearch 7.x and OpenSearch the ``elasticsearch7`` / ``opensearch-py``
+one behind the same calls (:class:`~es_plugin.flavour.LegacyClient`); a server whose client is not
+installed stops the command with one line naming the extra to install, before anything is judged.
 
 Unreachable nodes are the most common set-up mistake; a bare ``ConnectionError`` deep inside the first
 lookup says neither which URL was tried nor what to do, so every entry point checks once at start:
@@ -18,7 +23,7 @@ from __future__ import annotations
 import logging
 import warnings
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from elastic_transport import BaseNode, NodePool, Serializer, TlsError, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch, ElasticsearchWarning
@@ -29,6 +34,7 @@ from scrapy_zhdedup.errors import ConfigError
 from scrapy_zhdedup.esurl import node_urls, redact
 
 from .errors import EsUnavailableError, MissingPrivilegeError
+from .flavour import ES, ES7, OS, LegacyClient, Server, detect, family_for, make_legacy, server_of
 from .operations import Steps, adrive, drive
 from .privileges import Access
 
@@ -108,6 +114,13 @@ def quiet_client_logs() -> None:
     server's deprecation warnings, which the client turns into Python warnings with a source line each."""
     logging.getLogger("elastic_transport").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=ElasticsearchWarning)
+    # elasticsearch7 and opensearch-py log under their own names and warn with their own classes.
+    for family, logger_name, warning in ((ES7, "elasticsearch", "ElasticsearchWarning"),
+                                         (OS, "opensearch", "OpenSearchWarning")):
+        if family.installed():
+            logging.getLogger(logger_name).setLevel(logging.ERROR)
+            module = __import__(f"{family.module}.exceptions", fromlist=[warning])
+            warnings.filterwarnings("ignore", category=getattr(module, warning))
 
 
 @cache
@@ -133,12 +146,38 @@ def serializers() -> dict[str, Serializer]:
 
 
 def make_client(cfg: EsConfig) -> Elasticsearch:
-    return Elasticsearch(**client_options(cfg))
+    """The client for the server at ``cfg.es_url``: :class:`EsUnavailableError` if it does not answer,
+    :class:`~es_plugin.flavour.ClientMismatchError` if its client family is not installed."""
+    return cast(Elasticsearch, _make(cfg, asynchronous=False, caller_retries=False))
 
 
 def make_async_client(cfg: EsConfig, *, caller_retries: bool = False) -> AsyncElasticsearch:
     """Async client; ``caller_retries`` when the caller retries with its own backoff (:func:`client_options`)."""
-    return AsyncElasticsearch(**client_options(cfg, caller_retries=caller_retries))
+    return cast(AsyncElasticsearch, _make(cfg, asynchronous=True, caller_retries=caller_retries))
+
+
+def _make(cfg: EsConfig, *, asynchronous: bool, caller_retries: bool) -> Elasticsearch | AsyncElasticsearch | LegacyClient:
+    """The server is asked what it is with elasticsearch-py's transport (one request at start, sync even for
+    an async client: nothing else runs yet); a legacy client presents elasticsearch-py's calls, hence the
+    casts above (typed by the calls the code makes, not by its class)."""
+    options = client_options(cfg, caller_retries=caller_retries)
+    probe = Elasticsearch(**options)
+    try:
+        server = detect(probe, CHECK_TIMEOUT)
+    except (TransportError, ApiError) as exc:
+        probe.close()
+        raise _unavailable(cfg.es_url, exc) from exc
+    try:
+        family = family_for(server)
+    except Exception:
+        probe.close()
+        raise
+    if family is ES and not asynchronous:
+        return probe
+    probe.close()
+    if family is ES:
+        return AsyncElasticsearch(**options)
+    return make_legacy(family, server, options, asynchronous=asynchronous)
 
 
 def _unavailable(url: str, exc: Exception) -> EsUnavailableError:
@@ -160,16 +199,20 @@ def _unavailable(url: str, exc: Exception) -> EsUnavailableError:
 
 
 def _checking(client: Elasticsearch | AsyncElasticsearch) -> Any:
-    """The client as the start-up check uses it: no retry on the node that failed, one on each other node."""
+    """The client as the start-up check uses it: no retry on the node that failed, one on each other node
+    (elasticsearch7 and opensearch-py take no per-call retries: theirs, as made)."""
+    if isinstance(client, LegacyClient):
+        return client.options(request_timeout=CHECK_TIMEOUT)
     return client.options(request_timeout=CHECK_TIMEOUT, max_retries=len(client.transport.node_pool.all()) - 1)
 
 
-def _reach(url: str, access: Access | None) -> Steps:
+def _reach(url: str, access: Access | None, server: Server) -> Steps:
     """Steps: that a node answers and, on a secured cluster, that the user has what the command needs
     (``access``).  ``_has_privileges`` is the first request: it needs no privilege, and its answer says
     what is missing; a cluster without security has no such endpoint, and the health check then says
-    whether the node is there."""
-    if access is not None:
+    whether the node is there (as on OpenSearch, whose security plugin has no such call, and on the OSS
+    builds of Elasticsearch 7.x: there a missing permission shows at the first request that needs it)."""
+    if access is not None and server.has_privileges:
         try:
             answer = yield lambda c: _checking(c).security.has_privileges(**access.request())
         except ApiError as exc:
@@ -194,9 +237,9 @@ def _reach(url: str, access: Access | None) -> Steps:
 def check_reachable(client: Elasticsearch, url: str, access: Access | None = None) -> None:
     """Raise :class:`EsUnavailableError` naming ``url`` unless a node answers, and
     :class:`~es_plugin.privileges.MissingPrivilegeError` if the user lacks what ``access`` needs."""
-    drive(client, _reach(url, access))
+    drive(client, _reach(url, access, server_of(client)))
 
 
 async def acheck_reachable(client: AsyncElasticsearch, url: str, access: Access | None = None) -> None:
     """Async twin of :func:`check_reachable`."""
-    await adrive(client, _reach(url, access))
+    await adrive(client, _reach(url, access, server_of(client)))

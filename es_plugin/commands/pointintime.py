@@ -5,6 +5,14 @@ Used by ``dedup-index`` (every document, resumable), ``reconcile`` (every finger
 shifting while the index is written to.  With ``reopen`` an expired point in time (a paused run)
 is replaced by a new one and the walk goes on from the same sort values, which is only correct
 for a sort that means the same in every point in time (``dedup-index``'s ``[_seq_no, _shard_doc]``).
+
+What a server lacks is handled here, once for every caller (flavour.py tells what it has): OpenSearch
+2.4+ has its own point in time, which the client seam names as Elasticsearch's; a server without any (the
+OSS builds of Elasticsearch 7.x) is walked with the same ``search_after`` on the live index, which sees
+writes made during the walk (a document written after its place was passed is not read again; one
+written ahead of it is read as written); and where a point in time cannot sort on ``_shard_doc``
+(Elasticsearch before 7.12, OpenSearch, and without a point in time), ``_id`` breaks the ties
+instead (fielddata on ``_id``, which those servers still allow).
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
+
+from ..flavour import server_of
 
 Hit = dict[str, Any]
 
@@ -27,6 +37,8 @@ class PointInTime:
         """``refresh``: make the index's latest writes visible before each point in time is opened."""
         self.client, self.index, self.keep_alive, self.refresh = client, index, keep_alive, refresh
         self.pit: str | None = None
+        server = server_of(client)
+        self.native, self.shard_doc = server.point_in_time, server.shard_doc
 
     def _open(self) -> str:
         if self.refresh:
@@ -43,12 +55,20 @@ class PointInTime:
         """
         size = body.get("size", 10)
         reopened = False
+        if not self.shard_doc:
+            body = {**body, "sort": [{"_id": order["_shard_doc"]} if isinstance(order, dict) and "_shard_doc" in order
+                                     else order for order in body.get("sort", [])]}
+        if not self.native and self.refresh:
+            self.client.indices.refresh(index=self.index)
         while True:
-            request = {**body, "pit": {"id": self.pit or self._open(), "keep_alive": self.keep_alive}}
+            if self.native:
+                request, index = {**body, "pit": {"id": self.pit or self._open(), "keep_alive": self.keep_alive}}, None
+            else:
+                request, index = dict(body), self.index
             if after is not None:
                 request["search_after"] = after
             try:
-                response = self.client.search(body=request)
+                response = self.client.search(index=index, body=request)
             except NotFoundError:
                 if not reopen or reopened:
                     raise
