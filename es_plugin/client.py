@@ -146,38 +146,67 @@ def serializers() -> dict[str, Serializer]:
 
 
 def make_client(cfg: EsConfig) -> Elasticsearch:
-    """The client for the server at ``cfg.es_url``: :class:`EsUnavailableError` if it does not answer,
-    :class:`~es_plugin.flavour.ClientMismatchError` if its client family is not installed."""
-    return cast(Elasticsearch, _make(cfg, asynchronous=False, caller_retries=False))
-
-
-def make_async_client(cfg: EsConfig, *, caller_retries: bool = False) -> AsyncElasticsearch:
-    """Async client; ``caller_retries`` when the caller retries with its own backoff (:func:`client_options`)."""
-    return cast(AsyncElasticsearch, _make(cfg, asynchronous=True, caller_retries=caller_retries))
-
-
-def _make(cfg: EsConfig, *, asynchronous: bool, caller_retries: bool) -> Elasticsearch | AsyncElasticsearch | LegacyClient:
-    """The server is asked what it is with elasticsearch-py's transport (one request at start, sync even for
-    an async client: nothing else runs yet); a legacy client presents elasticsearch-py's calls, hence the
-    casts above (typed by the calls the code makes, not by its class)."""
-    options = client_options(cfg, caller_retries=caller_retries)
+    """The client for the server at ``cfg.es_url``, asked what it is first (flavour.py):
+    :class:`EsUnavailableError` if it does not answer, :class:`~es_plugin.errors.ClientMismatchError` if its
+    client family is not installed.  A legacy client presents elasticsearch-py's calls, hence the cast
+    (typed by the calls the code makes, not by its class)."""
+    options = client_options(cfg)
     probe = Elasticsearch(**options)
     try:
-        server = detect(probe, CHECK_TIMEOUT)
+        server = drive(probe, detect(CHECK_TIMEOUT))
+        family = family_for(server)
     except (TransportError, ApiError) as exc:
         probe.close()
         raise _unavailable(cfg.es_url, exc) from exc
-    try:
-        family = family_for(server)
-    except Exception:
+    except BaseException:
         probe.close()
         raise
-    if family is ES and not asynchronous:
+    if family is ES:
         return probe
     probe.close()
-    if family is ES:
-        return AsyncElasticsearch(**options)
-    return make_legacy(family, server, options, asynchronous=asynchronous)
+    return cast(Elasticsearch, make_legacy(family, server, options, asynchronous=False))
+
+
+def make_async_client(cfg: EsConfig, *, caller_retries: bool = False) -> AsyncElasticsearch:
+    """Async client; ``caller_retries`` when the caller retries with its own backoff (:func:`client_options`).
+    Which client it is is settled by :func:`acheck_reachable` (:class:`AsyncClient`)."""
+    return cast(AsyncElasticsearch, AsyncClient(cfg.es_url, client_options(cfg, caller_retries=caller_retries)))
+
+
+class AsyncClient:
+    """The async client of :func:`make_async_client`, before and after the server was asked what it is.
+
+    An async client must ask in the event loop (a sync request there would stall everything the loop
+    serves until it is answered), so the asking is :func:`acheck_reachable`'s, the first thing every async
+    entry point does; from then on every attribute is the client that fits the server's."""
+
+    def __init__(self, url: str, options: dict[str, Any]) -> None:
+        self._url, self._options = url, options
+        self._probe = AsyncElasticsearch(**options)
+        self._client: AsyncElasticsearch | LegacyClient | None = None
+
+    async def settle(self) -> AsyncElasticsearch | LegacyClient:
+        """The client that fits the server, asking it the first time (errors as :func:`make_client`'s)."""
+        if self._client is None:
+            try:
+                server = await adrive(self._probe, detect(CHECK_TIMEOUT))
+                family = family_for(server)
+            except (TransportError, ApiError) as exc:
+                raise _unavailable(self._url, exc) from exc
+            if family is ES:
+                self._client = self._probe
+            else:
+                await self._probe.close()
+                self._client = make_legacy(family, server, self._options, asynchronous=True)
+        return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            raise RuntimeError(f"the client was used ({name}) before acheck_reachable asked the server what it is")
+        return getattr(self._client, name)
+
+    async def close(self) -> None:
+        await (self._client or self._probe).close()
 
 
 def _unavailable(url: str, exc: Exception) -> EsUnavailableError:
@@ -242,4 +271,5 @@ def check_reachable(client: Elasticsearch, url: str, access: Access | None = Non
 
 async def acheck_reachable(client: AsyncElasticsearch, url: str, access: Access | None = None) -> None:
     """Async twin of :func:`check_reachable`."""
-    await adrive(client, _reach(url, access, server_of(client)))
+    settled = cast(AsyncElasticsearch, await client.settle()) if isinstance(client, AsyncClient) else client
+    await adrive(settled, _reach(url, access, server_of(settled)))

@@ -38,10 +38,11 @@ from elastic_transport import (
     TextApiResponse,
     TlsError,
 )
-from elasticsearch import ApiError, Elasticsearch
+from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch
 from elasticsearch.exceptions import HTTP_EXCEPTIONS
 
 from .errors import ClientMismatchError
+from .operations import Steps
 
 ELASTICSEARCH, OPENSEARCH = "Elasticsearch", "OpenSearch"
 OLDEST = {ELASTICSEARCH: (7, 10), OPENSEARCH: (2, 0)}  # older servers lack APIs the index needs
@@ -122,23 +123,24 @@ def _numbers(version: str) -> tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"\d+", version.split("-", 1)[0])[:3])
 
 
-def detect(client: Elasticsearch, timeout: float) -> Server:
-    """Ask the server at ``client``'s URL what it is, through elasticsearch-py's transport (which, unlike its
-    API, neither pins the major version in its headers nor refuses what is not Elasticsearch).
+def detect(timeout: float) -> Steps:
+    """Steps (run by an elasticsearch-py client, sync or async) returning the :class:`Server` at its URL, asked
+    through its transport (which, unlike its API, neither pins the major version in its headers nor refuses
+    what is not Elasticsearch).
 
     ``GET /`` tells product and version on Elasticsearch 7.x and OpenSearch; the minimal distributions of
     Elasticsearch 8 and 9 answer it 405 (no rest-root module), and then ``GET _nodes/_local`` tells the
     version.  A user without the ``monitor`` privilege may read neither: an ``X-Elastic-Product`` header
     (Elasticsearch 7.14+) then says Elasticsearch, of a version left unknown.  A request that fails is raised
     as elasticsearch-py raises it (ApiError, ConnectionError)."""
-    root = _get(client, "/", timeout)
+    root = yield lambda c: _get(c, "/", timeout)
     body = root.body if isinstance(root.body, Mapping) else {}
     if root.meta.status < 300 and isinstance(body.get("version"), Mapping):
         version = body["version"]
         product = OPENSEARCH if version.get("distribution") == "opensearch" else ELASTICSEARCH
         return Server(product, _numbers(str(version.get("number", ""))), version.get("build_flavor") != "oss")
     if root.meta.status in (404, 405):
-        nodes = _get(client, "/_nodes/_local?filter_path=nodes.*.version", timeout)
+        nodes = yield lambda c: _get(c, "/_nodes/_local?filter_path=nodes.*.version", timeout)
         if nodes.meta.status < 300 and isinstance(nodes.body, Mapping) and nodes.body.get("nodes"):
             return Server(ELASTICSEARCH, _numbers(next(iter(nodes.body["nodes"].values()))["version"]))
         root = nodes
@@ -147,8 +149,9 @@ def detect(client: Elasticsearch, timeout: float) -> Server:
     raise HTTP_EXCEPTIONS.get(root.meta.status, ApiError)(message=_reason(root.body), meta=root.meta, body=root.body)
 
 
-def _get(client: Elasticsearch, path: str, timeout: float) -> Any:
-    """``GET path`` on the transport: every answer returned, whatever its status."""
+def _get(client: Elasticsearch | AsyncElasticsearch, path: str, timeout: float) -> Any:
+    """``GET path`` on the transport: every answer returned, whatever its status (an awaitable of it on the
+    async client)."""
     return client.transport.perform_request("GET", path, headers={"accept": "application/json"},
                                             request_timeout=timeout,
                                             max_retries=len(client.transport.node_pool.all()) - 1)
@@ -322,9 +325,11 @@ class LegacyClient:
 
 
 def server_of(client: Any) -> Server:
-    """The server a client of :mod:`es_plugin.client` speaks to: a legacy client knows it; elasticsearch-py's
-    own client speaks to Elasticsearch 8 or 9, which has every feature the project uses."""
-    return client.server if isinstance(client, LegacyClient) else Server(ELASTICSEARCH, ())
+    """The server a client of :mod:`es_plugin.client` speaks to: a legacy client knows it (an async one through
+    client.AsyncClient); elasticsearch-py's own client speaks to Elasticsearch 8 or 9, which has every
+    feature the project uses."""
+    server = getattr(client, "server", None)
+    return server if isinstance(server, Server) else Server(ELASTICSEARCH, ())
 
 
 def legacy_options(options: Mapping[str, Any]) -> dict[str, Any]:

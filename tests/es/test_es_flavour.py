@@ -12,6 +12,7 @@ from elasticsearch import Elasticsearch
 from es_plugin import flavour
 from es_plugin.client import make_client
 from es_plugin.flavour import ELASTICSEARCH, OPENSEARCH, LegacyClient, family_for, server_of
+from es_plugin.operations import drive
 from scrapy_zhdedup.cli.main import main
 from scrapy_zhdedup.config import EsConfig
 
@@ -30,11 +31,16 @@ def _node_version(url: str) -> tuple[str, str]:
     return (OPENSEARCH if distribution == "opensearch" else ELASTICSEARCH), node["version"]
 
 
+def _server(client: Elasticsearch) -> flavour.Server:
+    """What the client found (a legacy one keeps it), or asks again (elasticsearch-py's does not keep it)."""
+    return server_of(client) if isinstance(client, LegacyClient) else drive(client, flavour.detect(30))
+
+
 def test_the_server_is_told_and_spoken_to_by_its_client(es_url: str, es_client: Elasticsearch) -> None:
     product, version = _node_version(es_url)
     client = make_client(EsConfig(es_url=es_url))
     try:
-        server = server_of(client) if isinstance(client, LegacyClient) else flavour.detect(client, 30)
+        server = _server(client)
         assert (server.product, ".".join(map(str, server.version))) == (product, version)
         family = family_for(server)
         assert isinstance(client, LegacyClient) == (family is not flavour.ES)
@@ -46,7 +52,7 @@ def test_the_server_is_told_and_spoken_to_by_its_client(es_url: str, es_client: 
 def test_a_server_whose_client_is_missing_is_one_line_and_exit_2(es_url: str, index: str, monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     client = make_client(EsConfig(es_url=es_url))
-    server = server_of(client) if isinstance(client, LegacyClient) else flavour.detect(client, 30)
+    server = _server(client)
     client.close()
     extra = family_for(server).extra
     monkeypatch.setattr(flavour.Family, "installed", lambda self: False)
