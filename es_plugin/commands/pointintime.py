@@ -8,11 +8,11 @@ for a sort that means the same in every point in time (``dedup-index``'s ``[_seq
 
 What a server lacks is handled here, once for every caller (flavour.py tells what it has): OpenSearch
 2.4+ has its own point in time, which the client seam names as Elasticsearch's; a server without any (the
-OSS builds of Elasticsearch 7.x) is walked with the same ``search_after`` on the live index, which sees
-writes made during the walk (a document written after its place was passed is not read again; one
-written ahead of it is read as written); and where a point in time cannot sort on ``_shard_doc``
-(Elasticsearch before 7.12, OpenSearch, and without a point in time), ``_id`` breaks the ties
-instead (fielddata on ``_id``, which those servers still allow).
+OSS builds of Elasticsearch 7.x) is read through a scroll, the frozen view it has, with the same sort (a
+walk resumed from ``after``, or whose scroll expired, reads the scroll from its start and leaves out the
+hits up to ``after``); a collapsed query, which a scroll refuses, walks the live index with
+``search_after``.  Where ``_shard_doc`` is missing (Elasticsearch before 7.12, OpenSearch, a scroll),
+``_id`` breaks the ties instead (fielddata on ``_id``, which those servers still allow).
 """
 
 from __future__ import annotations
@@ -32,11 +32,32 @@ def _sort_values(hit: Hit) -> list[Any]:
     return list(hit["sort"])
 
 
+def _descending(order: Any) -> bool:
+    """Whether one entry of a ``sort`` (``"field"``, ``{"field": "desc"}``, ``{"field": {"order": "desc"}}``) is
+    descending."""
+    if not isinstance(order, dict):
+        return False
+    how = next(iter(order.values()))
+    return (how.get("order") if isinstance(how, dict) else how) == "desc"
+
+
+def _beyond(values: list[Any], after: list[Any], descending: list[bool]) -> bool:
+    """Whether a hit's sort ``values`` come after ``after`` in the sort (missing values, ``None``, last)."""
+    for value, last, desc in zip(values, after, descending):
+        if value == last:
+            continue
+        if value is None or last is None:
+            return last is not None
+        return bool(value < last) if desc else bool(value > last)
+    return False
+
+
 class PointInTime:
     def __init__(self, client: Elasticsearch, index: str, *, keep_alive: str = "5m", refresh: bool = False) -> None:
         """``refresh``: make the index's latest writes visible before each point in time is opened."""
         self.client, self.index, self.keep_alive, self.refresh = client, index, keep_alive, refresh
         self.pit: str | None = None
+        self.scroll: str | None = None
         server = server_of(client)
         self.native, self.shard_doc = server.point_in_time, server.shard_doc
 
@@ -58,6 +79,9 @@ class PointInTime:
         if not self.shard_doc:
             body = {**body, "sort": [{"_id": order["_shard_doc"]} if isinstance(order, dict) and "_shard_doc" in order
                                      else order for order in body.get("sort", [])]}
+        if not self.native and "collapse" not in body:
+            yield from self._scrolled(body, after, reopen)
+            return
         if not self.native and self.refresh:
             self.client.indices.refresh(index=self.index)
         while True:
@@ -84,7 +108,35 @@ class PointInTime:
                 return
             after = after_of(hits[-1])
 
+    def _scrolled(self, body: dict[str, Any], after: list[Any] | None, reopen: bool) -> Iterator[list[Hit]]:
+        """Pages of a scroll over ``body``, from after ``after`` (see the module's docstring)."""
+        body = {key: value for key, value in body.items() if key != "track_total_hits"}  # a scroll counts them
+        descending = [_descending(order) for order in body.get("sort", [])]
+        reopened = False
+        while True:
+            if self.refresh:
+                self.client.indices.refresh(index=self.index)
+            try:
+                response = self.client.search(index=self.index, body=body, scroll=self.keep_alive)
+                while hits := response["hits"]["hits"]:
+                    self.scroll = response["_scroll_id"]
+                    if after is not None:
+                        hits = [hit for hit in hits if _beyond(hit["sort"], after, descending)]
+                    if hits:
+                        yield hits
+                        after, reopened = list(hits[-1]["sort"]), False
+                    response = self.client.scroll(scroll_id=self.scroll, scroll=self.keep_alive)
+                return
+            except NotFoundError:
+                if not reopen or reopened:
+                    raise
+                reopened = True  # expired: the same sort in a new scroll, from after the last hit read
+
     def close(self) -> None:
+        if self.scroll is not None:
+            with contextlib.suppress(ApiError):
+                self.client.clear_scroll(scroll_id=self.scroll)
+            self.scroll = None
         if self.pit is not None:
             with contextlib.suppress(ApiError):  # already expired: nothing left to free
                 self.client.close_point_in_time(id=self.pit)
