@@ -197,6 +197,12 @@ def _request(api: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _seconds(duration: Any) -> float:
+    """A server-side duration (``"60s"``, ``"500ms"``, ``"2m"``) in seconds."""
+    number, unit = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)?", str(duration)).groups()  # type: ignore[union-attr]
+    return float(number) * {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}[unit]
+
+
 @cache
 def _meta(status: int) -> ApiResponseMeta:
     """Response metadata for an answer of a legacy client, which returns bodies only."""
@@ -306,6 +312,10 @@ class LegacyClient:
 
         def call(**kwargs: Any) -> Any:
             request = _request(api, {**self._defaults, **kwargs})
+            if self._family is OS and "timeout" in request:
+                # opensearch-py takes any `timeout` for the client's own and cannot send the server's (how long
+                # it may wait): the client waits that long instead, the server its default.
+                request.setdefault("request_timeout", _seconds(request.pop("timeout")))
             try:
                 result = special(self._native, **request) if special is not None else target(**request)
             except Exception as exc:

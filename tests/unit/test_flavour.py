@@ -68,3 +68,7 @@ def test_eight_x_names_are_renamed() -> None:
     # has_privileges names its index privileges "index": a body field there, a path parameter elsewhere
     assert _request("security.has_privileges", {"cluster": ["monitor"], "index": [{"names": ["i"]}]}) == {
         "body": {"cluster": ["monitor"], "index": [{"names": ["i"]}]}}
+
+
+def test_server_durations_in_seconds() -> None:
+    assert [flavour._seconds(d) for d in ("60s", "500ms", "2m", "3")] == [60.0, 0.5, 120.0, 3.0]
