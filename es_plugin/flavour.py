@@ -75,6 +75,11 @@ class Server:
         return self.product == ELASTICSEARCH and self.point_in_time and (not self.version or self.version >= (7, 12))
 
     @property
+    def collapse_search_after(self) -> bool:
+        """Whether a collapsed search pages with ``search_after`` (Elasticsearch 8+; 7.x and OpenSearch refuse it)."""
+        return self.product == ELASTICSEARCH and (not self.version or self.version >= (8,))
+
+    @property
     def has_privileges(self) -> bool:
         """Whether ``_security/user/_has_privileges`` may exist (Elasticsearch with x-pack; OpenSearch's security
         plugin has no such call)."""

@@ -11,8 +11,9 @@ What a server lacks is handled here, once for every caller (flavour.py tells wha
 OSS builds of Elasticsearch 7.x) is read through a scroll, the frozen view it has, with the same sort (a
 walk resumed from ``after``, or whose scroll expired, reads the scroll from its start and leaves out the
 hits up to ``after``); a collapsed query, which a scroll refuses, walks the live index with
-``search_after``.  Where ``_shard_doc`` is missing (Elasticsearch before 7.12, OpenSearch, a scroll),
-``_id`` breaks the ties instead (fielddata on ``_id``, which those servers still allow).
+``search_after``; where collapse refuses ``search_after`` too (Elasticsearch 7.x, OpenSearch), a walk of a
+collapsed query is refused with one line.  Where ``_shard_doc`` is missing (Elasticsearch before 7.12,
+OpenSearch, a scroll), ``_id`` breaks the ties instead (fielddata on ``_id``, which those servers still allow).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
+from ..errors import EsRequestError
 from ..flavour import server_of
 
 Hit = dict[str, Any]
@@ -59,7 +61,8 @@ class PointInTime:
         self.pit: str | None = None
         self.scroll: str | None = None
         server = server_of(client)
-        self.native, self.shard_doc = server.point_in_time, server.shard_doc
+        self.native, self.shard_doc, self.collapse_after = server.point_in_time, server.shard_doc, \
+            server.collapse_search_after
 
     def _open(self) -> str:
         if self.refresh:
@@ -74,6 +77,9 @@ class PointInTime:
         ``after_of`` turns a page's last hit into the next ``search_after`` (collapse, for one, accepts
         only the collapse field's value, not the tiebreaker the point in time appends).
         """
+        if "collapse" in body and not self.collapse_after:
+            raise EsRequestError(f"{server_of(self.client)} cannot page a collapsed search (collapse with "
+                                 f"search_after, Elasticsearch 8+): page it with from/size instead (es search --page)")
         size = body.get("size", 10)
         reopened = False
         if not self.shard_doc:
