@@ -34,7 +34,7 @@ from scrapy_zhdedup.errors import ConfigError
 from scrapy_zhdedup.esurl import node_urls, redact
 
 from .errors import EsUnavailableError, MissingPrivilegeError
-from .flavour import ES, ES7, OS, LegacyClient, Server, detect, family_for, make_legacy, server_of
+from .flavour import ES, ES7, OS, FailoverLog, LegacyClient, Server, detect, family_for, make_legacy, server_of
 from .operations import Steps, adrive, drive
 from .privileges import Access
 
@@ -80,31 +80,21 @@ def client_options(cfg: EsConfig, *, caller_retries: bool = False) -> dict[str, 
 
 class FailoverPool(NodePool):
     """The client's pool of nodes, saying in one line when one of several failed and its requests went to
-    another, and when it answers again (the client's own lines about it, a traceback with each retry, are
-    silenced: :func:`quiet_client_logs`).  A failure is told once another node has answered, so nothing
-    precedes the one-line error of a run whose every node is down."""
+    another, and when it answers again (flavour.FailoverLog; the client's own lines about it, a traceback
+    with each retry, are silenced: :func:`quiet_client_logs`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._failed: dict[str, bool] = {}  # node URL -> whether its failure was told
+        self._log = FailoverLog()
 
     def mark_dead(self, node: BaseNode, _now: float | None = None) -> None:
         super().mark_dead(node, _now)
-        if len(self.all()) > 1:
-            self._failed.setdefault(node.base_url, False)
+        self._log.dead(node.base_url, len(self.all()) > 1)
 
     def mark_live(self, node: BaseNode) -> None:
         """Called after every request that succeeded."""
         super().mark_live(node)
-        if not self._failed:
-            return
-        if self._failed.pop(node.base_url, False):
-            logger.warning("zhdedup: Elasticsearch node %s answers again", node.base_url)
-        for url, told in self._failed.items():
-            if not told:
-                self._failed[url] = True
-                logger.warning("zhdedup: Elasticsearch node %s failed a request, which went to another node; "
-                               "the others take its requests until it answers again", url)
+        self._log.live(node.base_url)
 
 
 def quiet_client_logs() -> None:

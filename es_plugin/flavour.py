@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ from elasticsearch.exceptions import HTTP_EXCEPTIONS
 
 from .errors import ClientMismatchError
 from .operations import Steps
+
+logger = logging.getLogger("es_plugin.client")  # the failover lines are the client's, whichever family
 
 ELASTICSEARCH, OPENSEARCH = "Elasticsearch", "OpenSearch"
 OLDEST = {ELASTICSEARCH: (7, 10), OPENSEARCH: (2, 0)}  # older servers lack APIs the index needs
@@ -347,6 +350,52 @@ def server_of(client: Any) -> Server:
     return server if isinstance(server, Server) else Server(ELASTICSEARCH, ())
 
 
+class FailoverLog:
+    """The one-line messages of a pool of several nodes (every family's): a node failed and its requests went
+    to another, told once another node has answered (so nothing precedes the one-line error of a run whose
+    every node is down); and that it answers again."""
+
+    def __init__(self) -> None:
+        self._failed: dict[str, bool] = {}  # node URL -> whether its failure was told
+
+    def dead(self, url: str, several: bool) -> None:
+        if several:
+            self._failed.setdefault(url, False)
+
+    def live(self, url: str) -> None:
+        """After every request that succeeded, on the node ``url``."""
+        if not self._failed:
+            return
+        if self._failed.pop(url, False):
+            logger.warning("zhdedup: Elasticsearch node %s answers again", url)
+        for failed, told in self._failed.items():
+            if not told:
+                self._failed[failed] = True
+                logger.warning("zhdedup: Elasticsearch node %s failed a request, which went to another node; "
+                               "the others take its requests until it answers again", failed)
+
+
+@cache
+def _failover_pool(module: Any) -> type:
+    """The legacy family's pool of nodes, telling its failovers as :class:`FailoverLog` does."""
+    base = importlib.import_module(f"{module.__name__}.connection_pool").ConnectionPool
+
+    class LegacyFailoverPool(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._log = FailoverLog()
+
+        def mark_dead(self, connection: Any, now: float | None = None) -> None:
+            super().mark_dead(connection, now)
+            self._log.dead(connection.host, len(self.orig_connections) > 1)
+
+        def mark_live(self, connection: Any) -> None:
+            super().mark_live(connection)
+            self._log.live(connection.host)
+
+    return LegacyFailoverPool
+
+
 def legacy_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """elasticsearch-py 8/9's constructor arguments (client.client_options) as elasticsearch7's and
     opensearch-py's: the same nodes, credentials, CA, timeout and retries."""
@@ -369,7 +418,7 @@ def make_legacy(family: Family, server: Server, options: Mapping[str, Any], *, a
     module = dialect(family).module
     name = ("AsyncElasticsearch" if asynchronous else "Elasticsearch") if family is ES7 else \
         ("AsyncOpenSearch" if asynchronous else "OpenSearch")
-    native = getattr(module, name)(**legacy_options(options))
+    native = getattr(module, name)(**legacy_options(options), connection_pool_class=_failover_pool(module))
     if family is ES7:
         # elasticsearch7 refuses 7.0-7.13 OSS builds (7.10.2, the last Apache-2.0 release, among them) by its
         # own check of GET /; detect() has checked what the server is, so its check is marked done.
