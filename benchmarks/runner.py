@@ -26,7 +26,7 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 # The modules that declare benchmarks, in the order of the list.
 MODULES = ("fingerprint", "throughput", "scan_parts", "crawl", "lookup", "caches", "memory", "store_peaks",
            "store_log", "extract", "accuracy", "recall", "rule_parts", "cross_links", "sketch_size", "truth_on_synthetic",
-           "es_agreement", "es_lookup", "es_sizing", "es_writers", "es_ingest")
+           "es_agreement", "es_lookup", "es_sizing", "es_writers", "es_ingest", "es_flavours")
 
 
 @dataclass

@@ -1,4 +1,9 @@
-"""Elasticsearch clients built from :class:`EsConfig`, and a start-up check with a useful error.
+"""Elasticsearch and OpenSearch clients built from :class:`EsConfig`, and a start-up check with a useful error.
+
+A client is made for the server at the URL, asked once what it is (flavour.py): Elasticsearch 8/9 get
+elasticsearch-py's own client, Elasticsearch 7.x and OpenSearch the ``elasticsearch7`` / ``opensearch-py``
+one behind the same calls (:class:`~es_plugin.flavour.LegacyClient`); a server whose client is not
+installed stops the command with one line naming the extra to install, before anything is judged.
 
 Unreachable nodes are the most common set-up mistake; a bare ``ConnectionError`` deep inside the first
 lookup says neither which URL was tried nor what to do, so every entry point checks once at start:
@@ -18,7 +23,7 @@ from __future__ import annotations
 import logging
 import warnings
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from elastic_transport import BaseNode, NodePool, Serializer, TlsError, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch, ElasticsearchWarning
@@ -28,6 +33,7 @@ from scrapy_zhdedup.config import EsConfig
 from scrapy_zhdedup.esurl import node_urls, redact
 
 from .errors import EsUnavailableError, MissingPrivilegeError
+from .flavour import ES, ES7, OS, FailoverLog, LegacyClient, Server, detect, family_for, make_legacy, server_of
 from .operations import Steps, adrive, drive
 from .privileges import Access
 
@@ -67,31 +73,21 @@ def client_options(cfg: EsConfig, *, caller_retries: bool = False) -> dict[str, 
 
 class FailoverPool(NodePool):
     """The client's pool of nodes, saying in one line when one of several failed and its requests went to
-    another, and when it answers again (the client's own lines about it, a traceback with each retry, are
-    silenced: :func:`quiet_client_logs`).  A failure is told once another node has answered, so nothing
-    precedes the one-line error of a run whose every node is down."""
+    another, and when it answers again (flavour.FailoverLog; the client's own lines about it, a traceback
+    with each retry, are silenced: :func:`quiet_client_logs`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._failed: dict[str, bool] = {}  # node URL -> whether its failure was told
+        self._log = FailoverLog()
 
     def mark_dead(self, node: BaseNode, _now: float | None = None) -> None:
         super().mark_dead(node, _now)
-        if len(self.all()) > 1:
-            self._failed.setdefault(node.base_url, False)
+        self._log.dead(node.base_url, len(self.all()) > 1)
 
     def mark_live(self, node: BaseNode) -> None:
         """Called after every request that succeeded."""
         super().mark_live(node)
-        if not self._failed:
-            return
-        if self._failed.pop(node.base_url, False):
-            logger.warning("zhdedup: Elasticsearch node %s answers again", node.base_url)
-        for url, told in self._failed.items():
-            if not told:
-                self._failed[url] = True
-                logger.warning("zhdedup: Elasticsearch node %s failed a request, which went to another node; "
-                               "the others take its requests until it answers again", url)
+        self._log.live(node.base_url)
 
 
 def quiet_client_logs() -> None:
@@ -101,6 +97,13 @@ def quiet_client_logs() -> None:
     server's deprecation warnings, which the client turns into Python warnings with a source line each."""
     logging.getLogger("elastic_transport").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=ElasticsearchWarning)
+    # elasticsearch7 and opensearch-py log under their own names and warn with their own classes.
+    for family, logger_name, warning in ((ES7, "elasticsearch", "ElasticsearchWarning"),
+                                         (OS, "opensearch", "OpenSearchWarning")):
+        if family.installed():
+            logging.getLogger(logger_name).setLevel(logging.ERROR)
+            module = __import__(f"{family.module}.exceptions", fromlist=[warning])
+            warnings.filterwarnings("ignore", category=getattr(module, warning))
 
 
 @cache
@@ -126,12 +129,67 @@ def serializers() -> dict[str, Serializer]:
 
 
 def make_client(cfg: EsConfig) -> Elasticsearch:
-    return Elasticsearch(**client_options(cfg))
+    """The client for the server at ``cfg.es_url``, asked what it is first (flavour.py):
+    :class:`EsUnavailableError` if it does not answer, :class:`~es_plugin.errors.ClientMismatchError` if its
+    client family is not installed.  A legacy client presents elasticsearch-py's calls, hence the cast
+    (typed by the calls the code makes, not by its class)."""
+    options = client_options(cfg)
+    probe = Elasticsearch(**options)
+    try:
+        server = drive(probe, detect(CHECK_TIMEOUT))
+        family = family_for(server)
+    except (TransportError, ApiError) as exc:
+        probe.close()
+        raise _unavailable(cfg.es_url, exc) from exc
+    except BaseException:
+        probe.close()
+        raise
+    if family is ES:
+        return probe
+    probe.close()
+    return cast(Elasticsearch, make_legacy(family, server, options, asynchronous=False))
 
 
 def make_async_client(cfg: EsConfig, *, caller_retries: bool = False) -> AsyncElasticsearch:
-    """Async client; ``caller_retries`` when the caller retries with its own backoff (:func:`client_options`)."""
-    return AsyncElasticsearch(**client_options(cfg, caller_retries=caller_retries))
+    """Async client; ``caller_retries`` when the caller retries with its own backoff (:func:`client_options`).
+    Which client it is is settled by :func:`acheck_reachable` (:class:`AsyncClient`)."""
+    return cast(AsyncElasticsearch, AsyncClient(cfg.es_url, client_options(cfg, caller_retries=caller_retries)))
+
+
+class AsyncClient:
+    """The async client of :func:`make_async_client`, before and after the server was asked what it is.
+
+    An async client must ask in the event loop (a sync request there would stall everything the loop
+    serves until it is answered), so the asking is :func:`acheck_reachable`'s, the first thing every async
+    entry point does; from then on every attribute is the client that fits the server's."""
+
+    def __init__(self, url: str, options: dict[str, Any]) -> None:
+        self._url, self._options = url, options
+        self._probe = AsyncElasticsearch(**options)
+        self._client: AsyncElasticsearch | LegacyClient | None = None
+
+    async def settle(self) -> AsyncElasticsearch | LegacyClient:
+        """The client that fits the server, asking it the first time (errors as :func:`make_client`'s)."""
+        if self._client is None:
+            try:
+                server = await adrive(self._probe, detect(CHECK_TIMEOUT))
+                family = family_for(server)
+            except (TransportError, ApiError) as exc:
+                raise _unavailable(self._url, exc) from exc
+            if family is ES:
+                self._client = self._probe
+            else:
+                await self._probe.close()
+                self._client = make_legacy(family, server, self._options, asynchronous=True)
+        return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            raise RuntimeError(f"the client was used ({name}) before acheck_reachable asked the server what it is")
+        return getattr(self._client, name)
+
+    async def close(self) -> None:
+        await (self._client or self._probe).close()
 
 
 def _unavailable(url: str, exc: Exception) -> EsUnavailableError:
@@ -153,16 +211,20 @@ def _unavailable(url: str, exc: Exception) -> EsUnavailableError:
 
 
 def _checking(client: Elasticsearch | AsyncElasticsearch) -> Any:
-    """The client as the start-up check uses it: no retry on the node that failed, one on each other node."""
+    """The client as the start-up check uses it: no retry on the node that failed, one on each other node
+    (elasticsearch7 and opensearch-py take no per-call retries: theirs, as made)."""
+    if isinstance(client, LegacyClient):
+        return client.options(request_timeout=CHECK_TIMEOUT)
     return client.options(request_timeout=CHECK_TIMEOUT, max_retries=len(client.transport.node_pool.all()) - 1)
 
 
-def _reach(url: str, access: Access | None) -> Steps:
+def _reach(url: str, access: Access | None, server: Server) -> Steps:
     """Steps: that a node answers and, on a secured cluster, that the user has what the command needs
     (``access``).  ``_has_privileges`` is the first request: it needs no privilege, and its answer says
     what is missing; a cluster without security has no such endpoint, and the health check then says
-    whether the node is there."""
-    if access is not None:
+    whether the node is there (as on OpenSearch, whose security plugin has no such call, and on the OSS
+    builds of Elasticsearch 7.x: there a missing permission shows at the first request that needs it)."""
+    if access is not None and server.has_privileges:
         try:
             answer = yield lambda c: _checking(c).security.has_privileges(**access.request())
         except ApiError as exc:
@@ -187,9 +249,10 @@ def _reach(url: str, access: Access | None) -> Steps:
 def check_reachable(client: Elasticsearch, url: str, access: Access | None = None) -> None:
     """Raise :class:`EsUnavailableError` naming ``url`` unless a node answers, and
     :class:`~es_plugin.privileges.MissingPrivilegeError` if the user lacks what ``access`` needs."""
-    drive(client, _reach(url, access))
+    drive(client, _reach(url, access, server_of(client)))
 
 
 async def acheck_reachable(client: AsyncElasticsearch, url: str, access: Access | None = None) -> None:
     """Async twin of :func:`check_reachable`."""
-    await adrive(client, _reach(url, access))
+    settled = cast(AsyncElasticsearch, await client.settle()) if isinstance(client, AsyncClient) else client
+    await adrive(settled, _reach(url, access, server_of(settled)))

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from scrapy_zhdedup.errors import StoreFailedError, StoreUnavailableError, ZhDedupError
+from scrapy_zhdedup.errors import ConfigError, StoreFailedError, StoreUnavailableError, ZhDedupError
 
 
 class EsUnavailableError(ZhDedupError):
     """Elasticsearch cannot be reached, or refuses us (authentication, TLS), or stayed down past the retries."""
+
+
+class ClientMismatchError(ConfigError):
+    """The client that speaks to the server at the URL is not installed (flavour.py): the message names the
+    extra to install."""
 
 
 class MissingPrivilegeError(ZhDedupError):

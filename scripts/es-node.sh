@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# es-node.sh — a throwaway single-node Elasticsearch on 127.0.0.1 for tests, CI and benchmarks.
+# es-node.sh — a throwaway single-node Elasticsearch (or OpenSearch) on 127.0.0.1 for tests, CI and benchmarks.
 #
 # Usage: scripts/es-node.sh {fetch|start|stop|status|url|--help}
 #
@@ -18,6 +18,10 @@
 #         9.5.6, 9.5.1, 9.4.9, 9.4.2, 9.3.3, 9.3.1, 9.3.0 are absent; 9.2.8 (last 9.2 patch) is present,
 #         as are 9.2.0, 9.1.0 and 9.0.0. Newest 9.x => 9.2.8.
 #       - Newest 8.x: 8.19.21 (8.19.24 is absent).
+#       - The older servers users still run (issue 41), same kind of minimal distribution, all on Java 17:
+#         Elasticsearch 7.17.29 and 7.10.2 (the last Apache-2.0 release), both OSS builds (no x-pack: no point
+#         in time, no security), and OpenSearch 2.19.2 (org.opensearch.distribution.integ-test-zip:opensearch,
+#         no security plugin; GET / answers). OpenSearch 3.3.2 resolves too; 3.x needs Java >= 21.
 #     ES 9.x needs Java >= 21; this machine has Debian's OpenJDK 17 and Temurin 25. 9.2.8 was verified to
 #     start and serve on Temurin 25. Without overrides the script takes the newest JDK >= 21 under
 #     /usr/lib/jvm with 9.2.8, and otherwise falls back to 8.19.21 on a JDK 17..24 (verified on OpenJDK 17).
@@ -26,6 +30,9 @@
 #     `stop` in one checkout never stops the node another one is using. The port is
 #     29200 + 2 * (hash of the path mod 500), plus 1 for Elasticsearch 8, so one checkout can run an 8.x
 #     and a 9.x node side by side; the range lies below Linux's ephemeral ports and clear of 9200-9399.
+#     The older servers take 24200 + 4 * (the same slot) + 0 for Elasticsearch 7.10, 1 for the other 7.x,
+#     2 for OpenSearch 2.x, 3 for OpenSearch 3.x (24200-26199, clear of es-cluster.sh's and es-secure.sh's),
+#     so every flavour of every checkout has its own port.
 #     The node lives in nodes/<checkout id>-<port>/ (the file `checkout` there names the checkout), and
 #     `start` records port, URL and directory in <checkout>/.cache/es-node-<port>.env. A port held by
 #     another checkout's node is refused with that checkout's name. The distribution (dist/) is shared.
@@ -37,8 +44,9 @@
 #   ZHDEDUP_CACHE             cache root (default $HOME/.cache/scrapy-zhdedup); the node tree is $ZHDEDUP_CACHE/es
 #   ZHDEDUP_ES_HOME           explicit node tree (dist/ + nodes/); overrides the rule above
 #   ZHDEDUP_ES_PORT           HTTP port (default: derived from the checkout, see above)
-#   ZHDEDUP_ES_VERSION        Elasticsearch version x.y.z, or 8 / 9 for the versions above (default: chosen
-#                             from the JDKs, see above)
+#   ZHDEDUP_ES_VERSION        Elasticsearch version x.y.z, or 9 / 8 / 7 / 7.10 for the versions above, or
+#                             opensearch-x.y.z / opensearch-2 / opensearch-3 for OpenSearch (default: 9 or 8,
+#                             chosen from the JDKs, see above)
 #   ES_JAVA_HOME              JDK to run the node with (default: chosen automatically; as root, a missing
 #                             JDK 17 for Elasticsearch 8 is installed with apt-get)
 #   ZHDEDUP_ES_HEAP           JVM heap, used for -Xms and -Xmx (default 1g)
@@ -52,11 +60,12 @@ umask 022
 
 readonly ES9_VERSION=9.2.8
 readonly ES8_VERSION=8.19.21
-readonly ARTIFACT=org.elasticsearch.distribution.integ-test-zip:elasticsearch
+readonly ES7_VERSION=7.17.29 ES710_VERSION=7.10.2
+readonly OS2_VERSION=2.19.2 OS3_VERSION=3.3.2
 readonly DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 readonly ES_USER=zhdedup-es
 readonly ES_USER_HOME=/var/lib/zhdedup-es
-readonly PORT_BASE=29200 PORT_SLOTS=500
+readonly PORT_BASE=29200 OLDER_PORT_BASE=24200 PORT_SLOTS=500
 
 CACHE=${ZHDEDUP_CACHE:-$HOME/.cache/scrapy-zhdedup}
 HEAP=${ZHDEDUP_ES_HEAP:-1g}
@@ -99,13 +108,20 @@ find_jdk() {
     [[ -n $best ]] && echo "$best"
 }
 
-# Sets ES_VERSION from the override, else from ES_JAVA_HOME, else from the JDKs present (no JDK: 9).
+# Sets FLAVOUR (elasticsearch or opensearch) and ES_VERSION from the override, else from ES_JAVA_HOME,
+# else from the JDKs present (no JDK: 9).
 choose_version() {
     local major
+    FLAVOUR=elasticsearch
     if [[ -n ${ZHDEDUP_ES_VERSION:-} ]]; then
         case $ZHDEDUP_ES_VERSION in
-        8) ES_VERSION=$ES8_VERSION ;;
         9) ES_VERSION=$ES9_VERSION ;;
+        8) ES_VERSION=$ES8_VERSION ;;
+        7) ES_VERSION=$ES7_VERSION ;;
+        7.10) ES_VERSION=$ES710_VERSION ;;
+        opensearch-2) FLAVOUR=opensearch ES_VERSION=$OS2_VERSION ;;
+        opensearch-3) FLAVOUR=opensearch ES_VERSION=$OS3_VERSION ;;
+        opensearch-*) FLAVOUR=opensearch ES_VERSION=${ZHDEDUP_ES_VERSION#opensearch-} ;;
         *) ES_VERSION=$ZHDEDUP_ES_VERSION ;;
         esac
     elif [[ -n ${ES_JAVA_HOME:-} ]]; then
@@ -117,8 +133,29 @@ choose_version() {
     else
         ES_VERSION=$ES8_VERSION
     fi
-    [[ $ES_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "ZHDEDUP_ES_VERSION must be x.y.z, 8 or 9, got '$ES_VERSION'"
+    [[ $ES_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+        die "ZHDEDUP_ES_VERSION must be x.y.z, 9, 8, 7, 7.10 or opensearch-x.y.z, opensearch-2, opensearch-3, got '$ZHDEDUP_ES_VERSION'"
+    ARTIFACT=org.$FLAVOUR.distribution.integ-test-zip:$FLAVOUR
+    # What the node's launcher reads: Elasticsearch's ES_* variables, OpenSearch's OPENSEARCH_* ones.
+    ENV_PREFIX=ES
+    [[ $FLAVOUR == opensearch ]] && ENV_PREFIX=OPENSEARCH
+    return 0
 }
+
+# Offset of this flavour's port in its range (see the header): 9.x 0, 8.x 1 from 29200; the older from 24200.
+port_offset() {
+    local major=${ES_VERSION%%.*}
+    if [[ $FLAVOUR == opensearch ]]; then
+        ((major >= 3)) && echo 3 || echo 2
+    elif ((major >= 8)); then
+        ((major == 8)) && echo 1 || echo 0
+    else
+        [[ $ES_VERSION == 7.10.* ]] && echo 0 || echo 1
+    fi
+}
+
+# Whether this node is one of the older servers, whose ports lie in the 24200 range.
+older_server() { [[ $FLAVOUR == opensearch || ${ES_VERSION%%.*} -lt 8 ]]; }
 
 # This checkout's slot (0..PORT_SLOTS-1): the ports of its nodes are derived from it (es-cluster.sh too).
 checkout_slot() { echo $((16#${CHECKOUT_ID:0:8} % PORT_SLOTS)); }
@@ -127,7 +164,11 @@ checkout_slot() { echo $((16#${CHECKOUT_ID:0:8} % PORT_SLOTS)); }
 choose_port() {
     local slot
     slot=$(checkout_slot)
-    PORT=${ZHDEDUP_ES_PORT:-$((PORT_BASE + 2 * slot + (${ES_VERSION%%.*} == 8 ? 1 : 0)))}
+    if older_server; then
+        PORT=${ZHDEDUP_ES_PORT:-$((OLDER_PORT_BASE + 4 * slot + $(port_offset)))}
+    else
+        PORT=${ZHDEDUP_ES_PORT:-$((PORT_BASE + 2 * slot + $(port_offset)))}
+    fi
     [[ $PORT =~ ^[0-9]+$ ]] || die "ZHDEDUP_ES_PORT must be a TCP port, got '$PORT'"
     ((PORT > 0 && PORT < 65536)) || die "ZHDEDUP_ES_PORT must be a TCP port, got '$PORT'"
     URL="http://127.0.0.1:${PORT}"
@@ -137,26 +178,27 @@ choose_port() {
 # Debian's JDK 17 for Elasticsearch 8, when we may install it (root with apt-get); bookworm has no 21.
 install_jdk17() {
     is_root && command -v apt-get >/dev/null || return 1
-    say "no JDK 17..24 for Elasticsearch $ES_VERSION: installing openjdk-17-jdk-headless with apt-get"
+    say "no JDK 17..24 for $FLAVOUR $ES_VERSION: installing openjdk-17-jdk-headless with apt-get"
     { apt-get install -y -q openjdk-17-jdk-headless || { apt-get update -q && apt-get install -y -q openjdk-17-jdk-headless; }; } >&2
 }
 
 # Sets JAVA_HOME_FOR_ES: ES_JAVA_HOME, else the newest fitting JDK under /usr/lib/jvm.
 choose_jdk() {
     local major need=21
-    [[ $ES_VERSION == 8.* ]] && need=17
+    # Elasticsearch 7.x/8.x and OpenSearch 2.x run on 17; OpenSearch 3.x and Elasticsearch 9.x need 21.
+    [[ $ES_VERSION == [78].* || ($FLAVOUR == opensearch && ${ES_VERSION%%.*} -lt 3) ]] && need=17
     if [[ -n ${ES_JAVA_HOME:-} ]]; then
         JAVA_HOME_FOR_ES=$ES_JAVA_HOME
     elif ((need == 17)); then
         # 8.x is tested on 17; a newer JDK is the last resort.
         JAVA_HOME_FOR_ES=$(find_jdk 17 24 || { install_jdk17 && find_jdk 17 24; } || find_jdk 17 999) ||
-            die "no JDK >= 17 under /usr/lib/jvm for Elasticsearch $ES_VERSION; install one or set ES_JAVA_HOME"
+            die "no JDK >= 17 under /usr/lib/jvm for $FLAVOUR $ES_VERSION; install one or set ES_JAVA_HOME"
     else
         JAVA_HOME_FOR_ES=$(find_jdk 21 999) ||
-            die "no JDK >= 21 under /usr/lib/jvm for Elasticsearch $ES_VERSION (with JDK 17, use ZHDEDUP_ES_VERSION=$ES8_VERSION); set ES_JAVA_HOME"
+            die "no JDK >= 21 under /usr/lib/jvm for $FLAVOUR $ES_VERSION (with JDK 17, use ZHDEDUP_ES_VERSION=8); set ES_JAVA_HOME"
     fi
     major=$(java_major "$JAVA_HOME_FOR_ES") || die "$JAVA_HOME_FOR_ES is not a JDK (no bin/java or release file)"
-    ((major >= need)) || die "Elasticsearch $ES_VERSION needs Java >= $need, but $JAVA_HOME_FOR_ES is Java $major"
+    ((major >= need)) || die "$FLAVOUR $ES_VERSION needs Java >= $need, but $JAVA_HOME_FOR_ES is Java $major"
 }
 
 # --- users and directories -------------------------------------------------------------------------
@@ -197,13 +239,13 @@ choose_node_base() {
 
 # --- fetch ------------------------------------------------------------------------------------------
 
-dist_dir() { echo "$NODE_BASE/dist/elasticsearch-$ES_VERSION"; }
+dist_dir() { echo "$NODE_BASE/dist/$FLAVOUR-$ES_VERSION"; }
 
 fetch() {
     local dist tmp
     dist=$(dist_dir)
-    [[ -x $dist/bin/elasticsearch ]] && return
-    command -v mvn >/dev/null || die "Maven (mvn) is needed to fetch Elasticsearch; install it (apt-get install maven)"
+    [[ -x $dist/bin/$FLAVOUR ]] && return
+    command -v mvn >/dev/null || die "Maven (mvn) is needed to fetch $FLAVOUR; install it (apt-get install maven)"
     mkdir -p "$NODE_BASE/dist"
     tmp=$(mktemp -d "$NODE_BASE/dist/.unpack.XXXXXX")
     say "fetching $ARTIFACT:$ES_VERSION:zip with Maven"
@@ -218,8 +260,8 @@ fetch() {
         die "Maven could not fetch $ARTIFACT:$ES_VERSION:zip"
     fi
     rm -f "$tmp.log"
-    [[ -x $tmp/elasticsearch-$ES_VERSION/bin/elasticsearch ]] || { rm -rf "$tmp"; die "unexpected layout in $ARTIFACT:$ES_VERSION:zip"; }
-    mv "$tmp/elasticsearch-$ES_VERSION" "$dist"
+    [[ -x $tmp/$FLAVOUR-$ES_VERSION/bin/$FLAVOUR ]] || { rm -rf "$tmp"; die "unexpected layout in $ARTIFACT:$ES_VERSION:zip"; }
+    mv "$tmp/$FLAVOUR-$ES_VERSION" "$dist"
     rm -rf "$tmp"
     say "unpacked to $dist"
 }
@@ -311,9 +353,12 @@ write_config() {
     local dist=$1 conf=$NODE_DIR/config
     mkdir -p "$conf/jvm.options.d" "$NODE_DIR/data" "$NODE_DIR/logs" "$NODE_DIR/tmp"
     cp -pR "$dist/config/." "$conf/"
+    # The 7.x and OpenSearch jvm.options write the GC log and error files under a relative logs/, resolved
+    # against the distribution, which the node's user may not write to: the JVM would not start.
+    sed -i "s|=logs/|=$NODE_DIR/logs/|g" "$conf/jvm.options"
     local security=$SECURITY_SETTINGS
     [[ -z $security && -d $dist/modules/x-pack-security ]] && security="xpack.security.enabled: false"
-    cat >"$conf/elasticsearch.yml" <<EOF
+    cat >"$conf/$FLAVOUR.yml" <<EOF
 # Written by scripts/es-node.sh; rewritten on every start.
 cluster.name: $CLUSTER_NAME
 node.name: $(node_name "$PORT")
@@ -333,13 +378,15 @@ EOF
 }
 
 start() {
-    local pid began=$SECONDS left
+    local pid began=$SECONDS left i
     if pid=$(running_pid); then
         wait_yellow "$pid" "$START_TIMEOUT" || { log_tail; die "Elasticsearch (pid $pid) runs but is not yellow on $URL"; }
         echo "$URL"
         return
     fi
     launch
+    # The 7.x and OpenSearch launchers return before the node has written its pid file: wait for it a while.
+    for ((i = 0; i < 60; i++)); do running_pid >/dev/null && break; sleep 1; done
     pid=$(running_pid) || abort_start "Elasticsearch exited right after starting"
     left=$((START_TIMEOUT - (SECONDS - began)))
     wait_yellow "$pid" $((left > 10 ? left : 10)) ||
@@ -366,17 +413,20 @@ launch() {
     write_config "$dist"
     configure_node "$dist"
     is_root && chown -R "$ES_USER:$ES_USER" "$NODE_DIR"
-    say "starting Elasticsearch $ES_VERSION on $URL (Java $(java_major "$JAVA_HOME_FOR_ES") at $JAVA_HOME_FOR_ES, heap $HEAP)"
+    say "starting $FLAVOUR $ES_VERSION on $URL (Java $(java_major "$JAVA_HOME_FOR_ES") at $JAVA_HOME_FOR_ES, heap $HEAP)"
     local rc=0
     # -d returns once the node has started (the server writes the -p pid file itself); `timeout`
     # bounds a launch that hangs.
     # The launcher's own JVM probes the node's flags in a "final-flags…" directory it never removes: under
     # the node's tmp (java.io.tmpdir), not /tmp, and the last start's only.
     rm -rf "$NODE_DIR"/tmp/final-flags*
-    (cd "$NODE_DIR" && timeout "$START_TIMEOUT" "${NODE_USER_PREFIX[@]}" env ES_JAVA_HOME="$JAVA_HOME_FOR_ES" \
-        ES_PATH_CONF="$NODE_DIR/config" ES_TMPDIR="$NODE_DIR/tmp" CLI_JAVA_OPTS="-Djava.io.tmpdir=$NODE_DIR/tmp" \
-        "$dist/bin/elasticsearch" -d -p "$PID_FILE" \
-        >"$NODE_DIR/logs/launcher.out" 2>&1 </dev/null) || rc=$?
+    # Elasticsearch 7.10 reads JAVA_HOME (ES_JAVA_HOME came in 7.12); OpenSearch reads ES_'s variables under
+    # OPENSEARCH_. The 7.x and OpenSearch launchers set java.io.tmpdir from *_TMPDIR themselves.
+    (cd "$NODE_DIR" && timeout "$START_TIMEOUT" "${NODE_USER_PREFIX[@]}" env JAVA_HOME="$JAVA_HOME_FOR_ES" \
+        "${ENV_PREFIX}_JAVA_HOME=$JAVA_HOME_FOR_ES" "${ENV_PREFIX}_PATH_CONF=$NODE_DIR/config" \
+        "${ENV_PREFIX}_TMPDIR=$NODE_DIR/tmp" CLI_JAVA_OPTS="-Djava.io.tmpdir=$NODE_DIR/tmp" \
+        "$dist/bin/$FLAVOUR" -d -p "$PID_FILE" \
+        >"$NODE_DIR/logs/launcher.out" 2>&1 </dev/null 9>&-) || rc=$? # 9: the control lock, not the node's
     ((rc != 124)) || abort_start "Elasticsearch did not start within ${START_TIMEOUT}s"
     ((rc == 0)) || abort_start "Elasticsearch failed to start (launcher exit code $rc)"
 }
@@ -388,7 +438,7 @@ record() {
 # Written by scripts/es-node.sh start: the Elasticsearch test node of this checkout.
 ZHDEDUP_ES_URL=$URL
 ZHDEDUP_ES_PORT=$PORT
-ZHDEDUP_ES_VERSION=$ES_VERSION
+ZHDEDUP_ES_VERSION=$([[ $FLAVOUR == opensearch ]] && echo "opensearch-")$ES_VERSION
 ZHDEDUP_ES_NODE_DIR=$NODE_DIR
 EOF
 }

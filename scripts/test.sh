@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run). Installs with the test extras, starts this checkout's
-# Elasticsearch 9 node on 127.0.0.1 and runs pytest; then, because the README promises
-# Elasticsearch 8 as well, runs the Elasticsearch tests (-m es: tests/es/ and the tests of tests/faults/
-# that use a node; their conftests refuse a test there without its marker) again against this checkout's
-# Elasticsearch 8 node with an 8.x client from a second virtualenv (.venv-es8). Nodes it started
-# are stopped at the end; a node that was already running is left running. The tests that need more
+# Elasticsearch 9 node on 127.0.0.1 and runs pytest; then, because the README promises the other servers
+# as well, runs the Elasticsearch tests (-m es: tests/es/ and the tests of tests/faults/ that use a node;
+# their conftests refuse a test there without its marker) again on each of them, one node after the other,
+# each with its client from its own virtualenv: Elasticsearch 8 (an 8.x client, .venv-es8), Elasticsearch
+# 7.10 (the es7 extra, .venv-es7) and OpenSearch 2.19 (the opensearch extra, .venv-opensearch). Each node
+# is stopped once its run is over, so one runs at a time; a node that was already running is left
+# running. The tests that need more
 # than the shared node start what they need themselves, once, and stop it after their module (the
 # 3-node cluster of scripts/es-cluster.sh for -m cluster, the node with security and TLS of
 # scripts/es-secure.sh for -m security); they run on Elasticsearch 9 only, and what an interrupted
 # run left behind is stopped here too.
 # Extra arguments go to pytest, in both runs.
 #
-#   ZHDEDUP_TEST_ES_URL=URL  run once, against your own Elasticsearch 8/9 at URL (no node is started)
-#   ZHDEDUP_TEST_ES8=0       skip the Elasticsearch 8 run
+#   ZHDEDUP_TEST_ES_URL=URL  run once, against your own server at URL (no node is started)
+#   ZHDEDUP_TEST_FLAVOURS    the servers run after 9 (default "8 7.10 opensearch-2": es-node.sh's
+#                            ZHDEDUP_ES_VERSION names; "" for none)
 #   ZHDEDUP_ES_PORT          port of the 9.x node; ZHDEDUP_ES8_PORT that of the 8.x node
-#                            (default for both: derived from the checkout, see scripts/es-node.sh)
-# shellcheck disable=SC2317  # es9, es8, cluster, secure and stop_started are called indirectly
+#                            (default for all: derived from the checkout and the flavour, see scripts/es-node.sh)
+# shellcheck disable=SC2317  # es9, flavour, cluster, secure and stop_started are called indirectly
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -23,9 +26,12 @@ cd "$root"
 es9() { bash scripts/es-node.sh "$@"; }
 cluster() { bash scripts/es-cluster.sh "$@"; }
 secure() { bash scripts/es-secure.sh "$@"; }
-es8() {
-  env -u ZHDEDUP_ES_PORT ${ZHDEDUP_ES8_PORT:+ZHDEDUP_ES_PORT="$ZHDEDUP_ES8_PORT"} ZHDEDUP_ES_VERSION=8 \
-    bash scripts/es-node.sh "$@"
+# The node of one flavour (es-node.sh's ZHDEDUP_ES_VERSION) : flavour VERSION COMMAND.
+flavour() {
+  local version=$1 port=
+  shift
+  [ "$version" = 8 ] && port=${ZHDEDUP_ES8_PORT:-}
+  env -u ZHDEDUP_ES_PORT ${port:+ZHDEDUP_ES_PORT="$port"} ZHDEDUP_ES_VERSION="$version" bash scripts/es-node.sh "$@"
 }
 
 started=()
@@ -35,9 +41,38 @@ stop_started() {
 }
 trap stop_started EXIT
 
-# Remembers a node (es9 or es8) as ours to stop at the end, unless it already runs.
+# Remembers a node (es9, cluster, secure) as ours to stop at the end, unless it already runs.
 claim_node() {
   "$1" status >/dev/null 2>&1 || started+=("$1")
+}
+
+# The virtualenv and what it installs for a flavour's client: elasticsearch 8.x, the es7 or opensearch extra.
+flavour_venv() {
+  case $1 in
+  8) echo ".venv-es8 test elasticsearch[async,orjson]>=8.13,<9" ;;
+  7*) echo ".venv-es7 test,es7" ;;
+  opensearch*) echo ".venv-opensearch test,opensearch" ;;
+  *) echo "scripts/test.sh: no client known for flavour '$1'" >&2; return 1 ;;
+  esac
+}
+
+# The Elasticsearch tests on one more flavour: its node (stopped after, unless it was running), its venv.
+run_flavour() {
+  local version=$1 venv extras requirement began=$SECONDS was_running=0 frc=0
+  shift
+  read -r venv extras requirement <<<"$(flavour_venv "$version")"
+  echo "== the Elasticsearch tests again, on $version with its client ($venv)" >&2
+  VENV=$root/$venv bash scripts/bootstrap.sh "$extras" ${requirement:+"$requirement"}
+  flavour "$version" status >/dev/null 2>&1 && was_running=1
+  flavour "$version" start >/dev/null
+  ZHDEDUP_TEST_ES_URL=$(flavour "$version" url) "$venv/bin/python" -m pytest -m "es and not cluster and not security" \
+    "$@" || frc=$?
+  [ "$was_running" = 1 ] || flavour "$version" stop || true
+  # Exit 5 here means the arguments selected no Elasticsearch test (the 9.x run above guards against an
+  # empty suite), so there is nothing to repeat.
+  [ "$frc" -eq 5 ] && echo "no Elasticsearch test among the selected ones: nothing to run on $version" >&2
+  echo "== $version: $((SECONDS - began)) s" >&2
+  [ "$frc" -eq 0 ] || [ "$frc" -eq 5 ] || return "$frc"
 }
 
 # pytest's exit 5 (nothing collected) fails the run: a green run that tested nothing is a bug.
@@ -63,6 +98,7 @@ fi
 
 # One node after the other: measured under load on 2 cores, preparing the 8.x node while the 9.x
 # run went on made the whole command slower (803 s against 681 s), the two competing for the CPU.
+# The 9.x node is stopped before the other flavours run (when this command started it), for the same reason.
 rc=0
 claim_node cluster # started by the tests that need them; stopped here if a killed run left them running
 claim_node secure
@@ -70,16 +106,15 @@ claim_node es9
 es9 start >/dev/null
 ZHDEDUP_TEST_ES_URL=$(es9 url) run_pytest .venv/bin/python "$@" || rc=$?
 
-if [ "${ZHDEDUP_TEST_ES8:-1}" != 0 ]; then
-  echo "== the Elasticsearch tests again, on Elasticsearch 8 with an 8.x client (.venv-es8)" >&2
-  VENV=$root/.venv-es8 bash scripts/bootstrap.sh test "elasticsearch[async,orjson]>=8.13,<9"
-  claim_node es8
-  es8 start >/dev/null
-  es8_rc=0
-  ZHDEDUP_TEST_ES_URL=$(es8 url) .venv-es8/bin/python -m pytest -m "es and not cluster and not security" "$@" || es8_rc=$?
-  # Exit 5 here means the arguments selected no Elasticsearch test (the 9.x run above guards against an
-  # empty suite), so there is nothing to repeat on 8.
-  [ "$es8_rc" -eq 5 ] && echo "no Elasticsearch test among the selected ones: nothing to run on 8" >&2
-  [ "$es8_rc" -eq 0 ] || [ "$es8_rc" -eq 5 ] || rc=$es8_rc
+flavours=${ZHDEDUP_TEST_FLAVOURS-8 7.10 opensearch-2}
+if [ -n "$flavours" ]; then
+  remaining=()
+  for node in "${started[@]}"; do
+    if [ "$node" = es9 ]; then es9 stop || true; else remaining+=("$node"); fi
+  done
+  started=("${remaining[@]}")
 fi
+for version in $flavours; do
+  run_flavour "$version" "$@" || rc=$?
+done
 exit "$rc"

@@ -196,8 +196,14 @@ def _answered(response: Any) -> bool:
     """Whether every search of an ``_msearch`` answered from all its shards: a shard that failed (its node
     died during the fetch, which is not retried on another copy) leaves its documents out of the hits, and
     a near repeat found nowhere else would be judged unique."""
-    return not any(result.get("_shards", {}).get("failed") or result.get("status") in RETRY_STATUSES
-                   for result in response["responses"])
+    return not any(_missed_shards(result) or result.get("status") in RETRY_STATUSES for result in response["responses"])
+
+
+def _missed_shards(result: dict[str, Any]) -> int:
+    """Shards of a search that did not answer: failed, or (OpenSearch, where a shard no node holds is not
+    counted as failed) neither successful nor skipped."""
+    shards = result.get("_shards", {})
+    return max(shards.get("failed", 0), shards.get("total", 0) - shards.get("successful", 0) - shards.get("skipped", 0))
 
 
 def _candidates(result: dict[str, Any]) -> list[Stored]:
@@ -205,8 +211,8 @@ def _candidates(result: dict[str, Any]) -> list[Stored]:
     instead, or a shard's failure."""
     if "error" in result:
         raise LookupItemError(result["error"], result.get("status"))
-    if result.get("_shards", {}).get("failed"):
-        raise LookupItemError(result["_shards"].get("failures"), 503)
+    if _missed_shards(result):
+        raise LookupItemError(result["_shards"].get("failures") or "no_shard_available: a shard did not answer", 503)
     return [stored for hit in result["hits"]["hits"] if (stored := Stored.from_source(hit["_source"])) is not None]
 
 

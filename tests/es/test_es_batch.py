@@ -222,8 +222,11 @@ def test_point_in_time_expiry_keeps_the_order(es_client: Elasticsearch, index: s
     got = []
     for page in reader.pages(body, reopen=True):
         got += [h["_id"] for h in page]
-        if len(got) == 14:
-            es_client.close_point_in_time(id=reader.pit)  # as if it had expired
+        if len(got) == 14:  # as if it had expired: the point in time, or the scroll that stands in for one
+            if reader.pit is not None:
+                es_client.close_point_in_time(id=reader.pit)
+            else:
+                es_client.clear_scroll(scroll_id=reader.scroll)
     reader.close()
     assert got == expected and len(got) == len(docs)
 

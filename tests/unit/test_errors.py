@@ -20,6 +20,7 @@ import scrapy_zhdedup.errors
 from es_plugin.errors import (
     BulkInterruptedError,
     CheckpointError,
+    ClientMismatchError,
     DeadLetterError,
     EsIndexError,
     EsRequestError,
@@ -71,6 +72,7 @@ ERRORS: list[ZhDedupError] = [
     DeadLetterError("the dead-letter file dead.jsonl cannot be written"),
     CheckpointError("ckpt.json: unreadable checkpoint"),
     IngestStopped("Elasticsearch stopped taking documents"),
+    ClientMismatchError("the server is OpenSearch 2.19.2; its client is not installed"),
 ]
 PACKAGES = (scrapy_zhdedup, es_plugin)
 
