@@ -72,15 +72,21 @@ class Access:
     index: str
     needs: Needs
 
+    @property
+    def names(self) -> list[str]:
+        """The index and its key registry (store/registry.py): every command needs the same on both."""
+        return [self.index, f"{self.index}-keys"]
+
     def request(self) -> dict[str, Any]:
         """The body of ``_has_privileges``."""
         cluster, index = self.needs.asked()
-        return {"cluster": cluster, "index": [{"names": [self.index], "privileges": index}]}
+        return {"cluster": cluster, "index": [{"names": self.names, "privileges": index}]}
 
     def check(self, answer: Mapping[str, Any]) -> Steps:
         """Steps: raise :class:`MissingPrivilegeError` naming what ``answer`` (of ``_has_privileges``) lacks
         for this command; the index is looked at only for a need that depends on it, once the others are met."""
-        held = {**answer.get("cluster", {}), **answer.get("index", {}).get(self.index, {})}
+        on = [answer.get("index", {}).get(name, {}) for name in self.names]
+        held = {**answer.get("cluster", {}), **{p: all(h.get(p, False) for h in on) for p in on[0]}}
         cluster, index = self.needs.asked()
         missing = [p for p in [*cluster, *index] if not held.get(p, False)]
         creating = [p for p in missing if p == CREATE_INDEX or (p == TEMPLATES and p not in self.needs.cluster)]
