@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> Result:
     rows: list[dict[str, Any]] = []
     for n in (int(w) for w in args.writers.split(",")):
         index = f"bench-writers-{n}"
-        client.options(ignore_status=404).indices.delete(index=[index, registry_name(index)])
+        client.options(ignore_status=404).indices.delete(index=[index, registry_name(index)], ignore_unavailable=True)
         install(client, index, BandLayout.from_config(DEDUP))
         barrier, out = ctx.Barrier(n), ctx.Queue()
         shares = [[(r.id, r.text) for r in records[i::n]] for i in range(n)]
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> Result:
                      "after": after, "reconcile": result, "reconcile_s": reconcile_s})
         print(f"# writers={n}: before {before} after {after} reconcile {result}", file=sys.stderr)
         if not args.keep:
-            client.indices.delete(index=[index, registry_name(index)])
+            client.indices.delete(index=[index, registry_name(index)], ignore_unavailable=True)
             client.options(ignore_status=404).indices.delete_index_template(name=template_name(index))
     table = common.table(
         ["writers", "items/s (all writers)", "missed before", "missed after reconcile", "split before", "split after",
