@@ -256,7 +256,8 @@ def test_the_key_registry_needs_the_same_privileges_as_its_index(node: SecureNod
     proc = run(node, NO_REGISTRY, passwords[NO_REGISTRY], "ingest", corpus, "--index", news,
                "--checkpoint-dir", tmp_path / "ck", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert f"user '{NO_REGISTRY}' lacks the index privileges 'read', 'write'" in proc.stderr, proc.stderr
+    assert (f"user '{NO_REGISTRY}' lacks the index privileges 'read', 'view_index_metadata', 'write' and "
+            f"'maintenance' on '{news}-keys'") in proc.stderr, proc.stderr
     assert count(node, news) == before
 
 
