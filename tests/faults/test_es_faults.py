@@ -75,8 +75,8 @@ DIE_AFTER_FIRST_BULK = """
 import os, sys
 from es_plugin.store import writer
 write = writer.BulkWriter.write
-def dying(self, actions):
-    result = yield from write(self, actions)
+def dying(self, actions, refresh=None):
+    result = yield from write(self, actions, refresh)
     os._exit(137)
 writer.BulkWriter.write = dying
 from scrapy_zhdedup.cli.main import main
