@@ -87,15 +87,15 @@ class Access:
         for this command; the index is looked at only for a need that depends on it, once the others are met."""
         on = [answer.get("index", {}).get(name, {}) for name in self.names]
         held = {**answer.get("cluster", {}), **{p: all(h.get(p, False) for h in on) for p in on[0]}}
-        where = self.names[1] if all(on[0].values()) else self.index  # the registry, when only it lacks them
         cluster, index = self.needs.asked()
         missing = [p for p in [*cluster, *index] if not held.get(p, False)]
         creating = [p for p in missing if p == CREATE_INDEX or (p == TEMPLATES and p not in self.needs.cluster)]
         mapping = [p for p in missing if p == MANAGE]
         user = str(answer.get("username", "?"))
         if len(creating) + len(mapping) < len(missing):
-            raise MissingPrivilegeError(self.message(user, [p for p in missing if p not in creating + mapping],
-                                                     where=where))
+            lacking = [p for p in missing if p not in creating + mapping]
+            on_index = all(on[0].get(p, False) for p in lacking if p in index)
+            raise MissingPrivilegeError(self.message(user, lacking, where=self.names[1] if on_index else None))
         if creating and not (yield lambda c: c.indices.exists(index=self.index)):
             raise MissingPrivilegeError(self.message(user, creating, f"to create index {self.index!r}, which does "
                                                                      f"not exist yet"))
