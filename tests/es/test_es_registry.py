@@ -37,7 +37,9 @@ __all__ = ["texts"]  # the module fixture of real articles with near reposts
 async def test_writers_racing_on_one_index_judge_as_one_writer(es_url: str, index: str, tmp_path: Path,
                                                                es_client: Elasticsearch, texts: list[str]) -> None:
     """Originals, near and exact reposts dealt round-robin to three writers judging all at once (every
-    pair in flight together): every repost found, no two documents repeating each other, none lost."""
+    pair in flight together): no document is the repeat of a later one (every group keeps an original:
+    no cycle), no false merge, none lost; a pair whose claims crossed in flight stays unique, and
+    ``es reconcile`` joins it (so after it every group has exactly one original)."""
     originals = texts[:30]
     items = [(f"o{i}", t) for i, t in enumerate(originals)]
     items += [(f"n{i}", near_repost(t)) for i, t in enumerate(originals)]
@@ -52,14 +54,23 @@ async def test_writers_racing_on_one_index_judge_as_one_writer(es_url: str, inde
         for w in writers:
             await w.close()
     by_id = {doc_id: v for (doc_id, _), v in zip(items, verdicts)}
-    for i in range(len(originals)):
-        group = [g for g in (f"o{i}", f"n{i}", f"e{i}") if g in by_id]
+    groups = [[g for g in (f"o{i}", f"n{i}", f"e{i}") if g in by_id] for i in range(len(originals))]
+    missed = 0
+    for group in groups:
         unique = [g for g in group if by_id[g][0] == "unique"]
-        assert len(unique) == 1, (i, {g: by_id[g] for g in group})  # one original: no miss, no cycle
+        assert unique, {g: by_id[g] for g in group}  # one original at least: no cycle
         assert all(by_id[g][1] in group for g in group if g not in unique)  # no false merge
+        missed += len(unique) - 1
+    assert missed <= 3  # crossed in flight, if any (README: Several crawlers on one index)
     es_client.indices.refresh(index=index)
-    stored = {hit["_source"]["url"] for hit in es_client.search(index=index, size=1000)["hits"]["hits"]}
-    assert stored == set(by_id)  # annotate mode: every document stored, none lost
+    stored = {hit["_source"]["url"]: hit["_source"]["zhdedup"] for hit in
+              es_client.search(index=index, size=1000)["hits"]["hits"]}
+    assert set(stored) == set(by_id)  # annotate mode: every document stored, none lost
+    reconcile(es_client, index, DEDUP)
+    es_client.indices.refresh(index=index)
+    after = {hit["_source"]["url"]: hit["_source"]["zhdedup"]["status"] for hit in
+             es_client.search(index=index, size=1000)["hits"]["hits"]}
+    assert all(sum(after[g] == "unique" for g in group) == 1 for group in groups), after
 
 
 async def test_a_repeat_is_never_judged_against_a_later_stamp(es_url: str, index: str, es_client: Elasticsearch,
