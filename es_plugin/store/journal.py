@@ -1,13 +1,14 @@
 """Judged documents not yet stored, kept on disk until they are: a writer killed meanwhile loses none.
 
-The bulk buffer holds judged documents for up to ``ZHDEDUP_ES_FLUSH_INTERVAL`` seconds or
-``ZHDEDUP_ES_BULK_SIZE`` documents before writing them (buffer.py).  A process killed in that time
+The bulk buffer holds a lookup batch's judged documents until they are written and their keys
+claimed, which happens before their verdicts are returned (buffer.py).  A process killed in that time
 (``kill -9``, the OOM killer) took them along, and a crawl that does not fetch those pages again (a
 ``JOBDIR``, an incremental crawl) never stored them.  So each buffered action is also appended to a
 journal file beside the dead-letter file, one file per batch, removed once the batch is written or
 dead-lettered.  The next writer of the same index with the same dead-letter location (a crawl,
 ``es ingest``, ``es replay``) writes what a dead writer's journal holds before it judges anything,
-through the same bulk path: the index ends as if the dead writer had flushed.  A line is the
+through the same bulk path (which claims their keys too): the index ends as if the dead writer had
+written them.  A line is the
 bulk's own JSON encoding (orjson) written with one unbuffered ``write``: ~24 µs a news document,
 against ~46 µs through ``json`` and a buffered file.
 
