@@ -7,15 +7,15 @@
 # are stopped at the end; a node that was already running is left running. The tests that need more
 # than the shared node start what they need themselves, once, and stop it after their module (the
 # 3-node cluster of scripts/es-cluster.sh for -m cluster, the node with security and TLS of
-# scripts/es-secure.sh for -m security); they run on Elasticsearch 9 only, and what an interrupted
-# run left behind is stopped here too.
+# scripts/es-secure.sh for -m security, the redis-server of scripts/redis.sh for the distributed crawl);
+# they run on Elasticsearch 9 only, and what an interrupted run left behind is stopped here too.
 # Extra arguments go to pytest, in both runs.
 #
 #   ZHDEDUP_TEST_ES_URL=URL  run once, against your own Elasticsearch 8/9 at URL (no node is started)
 #   ZHDEDUP_TEST_ES8=0       skip the Elasticsearch 8 run
 #   ZHDEDUP_ES_PORT          port of the 9.x node; ZHDEDUP_ES8_PORT that of the 8.x node
 #                            (default for both: derived from the checkout, see scripts/es-node.sh)
-# shellcheck disable=SC2317  # es9, es8, cluster, secure and stop_started are called indirectly
+# shellcheck disable=SC2317  # es9, es8, cluster, secure, redis and stop_started are called indirectly
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -23,6 +23,7 @@ cd "$root"
 es9() { bash scripts/es-node.sh "$@"; }
 cluster() { bash scripts/es-cluster.sh "$@"; }
 secure() { bash scripts/es-secure.sh "$@"; }
+redis() { bash scripts/redis.sh "$@"; }
 es8() {
   env -u ZHDEDUP_ES_PORT ${ZHDEDUP_ES8_PORT:+ZHDEDUP_ES_PORT="$ZHDEDUP_ES8_PORT"} ZHDEDUP_ES_VERSION=8 \
     bash scripts/es-node.sh "$@"
@@ -66,6 +67,7 @@ fi
 rc=0
 claim_node cluster # started by the tests that need them; stopped here if a killed run left them running
 claim_node secure
+claim_node redis # the distributed-crawl tests' queue (scripts/redis.sh), started and stopped by them
 claim_node es9
 es9 start >/dev/null
 ZHDEDUP_TEST_ES_URL=$(es9 url) run_pytest .venv/bin/python "$@" || rc=$?
