@@ -16,7 +16,8 @@ counts against the manifest, before and after ``zhdedup es reconcile``:
 * false merges: a page marked (or dropped) as the repeat of, or clustered with, another article's page;
 * lost: a page neither delivered to a feed nor dropped as a repeat, an article none of whose pages is in
   the index, or (annotate mode) a page delivered but not in the index;
-* dangling: a repeat (stored or dropped) of a document the index does not hold.
+* dangling: a stored repeat of a document the index does not hold, or a dropped one of a page neither
+  stored nor delivered: the repeat of nothing.
 """
 
 from __future__ import annotations
@@ -89,11 +90,12 @@ def tally(manifest: dict[str, Any], stored: dict[str, dict[str, Any]], delivered
         for other in (z.get("dup_of"), z.get("cluster")):
             if other and group[path_of(other)] != group[path_of(url)]:
                 out.false_merges.append({"page": path_of(url), "with": path_of(other)})
-    repeats = {url: z["dup_of"] for url, z in stored.items() if z.get("dup_of")} | dropped
-    for url, dup_of in repeats.items():
-        if url in dropped and group[path_of(dup_of)] != group[path_of(url)]:
+        if z.get("dup_of") and z["dup_of"] not in stored:
+            out.dangling.append({"page": path_of(url), "dup_of": path_of(z["dup_of"])})
+    for url, dup_of in dropped.items():
+        if group[path_of(dup_of)] != group[path_of(url)]:
             out.false_merges.append({"page": path_of(url), "with": path_of(dup_of)})
-        if dup_of not in stored:
+        if dup_of not in stored and dup_of not in delivered:  # in drop mode the feed is what a repeat points to
             out.dangling.append({"page": path_of(url), "dup_of": path_of(dup_of)})
     unjudged = set(group) - {path_of(u) for u in [*delivered, *dropped]}
     unstored = {path_of(u) for u in delivered if u not in stored} if mode == "annotate" else set()
@@ -126,23 +128,21 @@ def crawl_env(es_url: str, index: str, redis_url: str, mode: str, work: Path) ->
             "ZHDEDUP_DROP_LOG_LEVEL": "INFO", "ZHDEDUP_ES_DEAD_LETTER": str(work / "dead-letter.jsonl")}
 
 
-def crawler_cmd(feed: Path, *settings: str) -> list[str]:
+def crawler_cmd(feed: Path) -> list[str]:
     """One crawler: ``scrapy crawl news_redis`` in the example project, its feed in ``feed``."""
-    cmd = [sys.executable, "-m", "scrapy", "crawl", SPIDER, "-O", f"{feed}:jsonlines",
-           "-s", f"FEED_EXPORT_FIELDS={FEED_FIELDS}", "-s", "LOG_LEVEL=INFO"]
-    for setting in settings:
-        cmd += ["-s", setting]
-    return cmd
+    return [sys.executable, "-m", "scrapy", "crawl", SPIDER, "-O", f"{feed}:jsonlines",
+            "-s", f"FEED_EXPORT_FIELDS={FEED_FIELDS}", "-s", "LOG_LEVEL=INFO"]
 
 
 @contextlib.contextmanager
-def crawlers(n: int, env: dict[str, str], work: Path, *settings: str) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """N crawlers started together, each logging to ``work/crawler-<i>.log``; killed if left running."""
+def crawlers(n: int, env: dict[str, str], work: Path, first: int = 0) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """N crawlers started together, each logging to ``work/crawler-<i>.log`` (numbered from ``first``: a
+    second crawl in ``work`` keeps the first one's feeds and logs); killed if left running."""
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        for i in range(n):
+        for i in range(first, first + n):
             with (work / f"crawler-{i}.log").open("wb") as log:
-                procs.append(subprocess.Popen(crawler_cmd(work / f"feed-{i}.jsonl", *settings), cwd=PROJECT, env=env,
+                procs.append(subprocess.Popen(crawler_cmd(work / f"feed-{i}.jsonl"), cwd=PROJECT, env=env,
                                               stdout=log, stderr=subprocess.STDOUT))
         yield procs
     finally:

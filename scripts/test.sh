@@ -78,7 +78,7 @@ if [ "${ZHDEDUP_TEST_ES8:-1}" != 0 ]; then
   claim_node es8
   es8 start >/dev/null
   es8_rc=0
-  ZHDEDUP_TEST_ES_URL=$(es8 url) .venv-es8/bin/python -m pytest -m "es and not cluster and not security" "$@" || es8_rc=$?
+  ZHDEDUP_TEST_ES_URL=$(es8 url) .venv-es8/bin/python -m pytest -m "es and not cluster and not security and not redis" "$@" || es8_rc=$?
   # Exit 5 here means the arguments selected no Elasticsearch test (the 9.x run above guards against an
   # empty suite), so there is nothing to repeat on 8.
   [ "$es8_rc" -eq 5 ] && echo "no Elasticsearch test among the selected ones: nothing to run on 8" >&2
