@@ -15,7 +15,7 @@ real reposts:
 * the queries are edited reposts of the real articles (the ``corpora.reposts`` transforms);
 * measured: candidates per lookup (hits on the first page, how many of them via the sketch keys,
   how many pass :class:`~scrapy_zhdedup.similarity.rule.NearRule`, and all matching documents), latency of the
-  raw lookup (realtime ``mget`` by hash, then the ``near_query`` search, as ``EsLookups`` sends them),
+  raw lookup (realtime ``mget`` by hash, then the key registry's two ``mget``, as ``EsLookups`` sends them),
   latency of a whole ``judge`` through :class:`ElasticsearchBackend` (cleaning and features
   included), items/s with concurrent judgements, and bytes on disk per document after a force merge.
 
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
 import random
@@ -53,23 +52,26 @@ from benchmarks import common
 from benchmarks.runner import Benchmark, Result
 from corpora.corpus import load_base
 from corpora.reposts import TRANSFORMS, sentences
-from es_plugin.index.document import Stored, sketch_terms
+from es_plugin.index.document import Stored
 from es_plugin.index.template import install, template_name
+from es_plugin.operations import adrive, drive
 from es_plugin.store.backend import ElasticsearchBackend
-from es_plugin.store.lookups import SEARCH_PAGE, near_query, query_features
+from es_plugin.store.lookups import EsLookups, query_features
+from es_plugin.store.registry import fill, key_ids
+from es_plugin.store.retry import RetryPolicy
+from es_plugin.store.stats import EsStats
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.nearindex import CandidateKeys
-from scrapy_zhdedup.model import Features, Sketch, Verdict
+from scrapy_zhdedup.model import Features, Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
-from scrapy_zhdedup.similarity.sketch import band_keys, estimate_many, sketch
+from scrapy_zhdedup.similarity.sketch import band_keys, sketch
 from scrapy_zhdedup.text.clean import content_hash
 
 CHUNK = 5000  # documents per bulk request while loading
 MAX_JUDGED = 10_000  # documents a run's judgements can write (a page of search hits: no delete_by_query on the test node)
 SENTENCES = (8, 15)  # sentences per synthetic document
-SOURCE = ["zhdedup.doc_id", "zhdedup.cluster", "zhdedup.fp", "zhdedup.sketch", "zhdedup.seen_at"]  # what EsLookups.near reads
 
 
 @dataclass
@@ -170,6 +172,7 @@ def load(client: Elasticsearch, index: str, layout: BandLayout, n_synthetic: int
             job.result()
     client.indices.put_settings(index=index, settings={"index": {"refresh_interval": None}})
     client.indices.refresh(index=index)
+    drive(client, fill(index, CandidateKeys(layout)))  # the key registry, as the backend claims it
     if merge:
         client.options(request_timeout=3600).indices.forcemerge(index=index, max_num_segments=1)
     return time.perf_counter() - started
@@ -187,43 +190,38 @@ def forget_judged(client: Elasticsearch, index: str, merge: bool) -> None:
 
 
 async def raw_lookups(url: str, index: str, dedup: DedupConfig, queries: list[tuple[str, str, Features]]) -> dict[str, Any]:
-    """The backend's two requests per document (realtime ``mget`` by hash, the ``near_query`` search),
-    timed one document at a time; then the candidates they returned, verified as ``EsLookups`` does."""
+    """The backend's lookups per document (realtime ``mget`` by hash, then the key registry's two
+    ``mget``, as ``EsLookups`` sends them), timed one document at a time; the candidates the keys named
+    (all of them: the registry has no pages), and how many the rule accepts."""
     client = AsyncElasticsearch(url, request_timeout=60)
-    rule = NearRule.from_config(dedup)
+    lookups = EsLookups(index, CandidateKeys.from_config(dedup), NearRule.from_config(dedup), RetryPolicy(), EsStats())
+    registry, rule = lookups.registry, NearRule.from_config(dedup)
     latencies: list[float] = []
-    hits_n, via_sketch, passed, matching, found = [], [], [], [], 0
+    named_n, passed, found = [], [], 0
     try:
         for source_id, digest, features in queries:
-            query = near_query(CandidateKeys.from_config(dedup), query_features(features))
+            query = query_features(features)
             started = time.perf_counter()
-            await client.mget(index=index, ids=[digest], source_includes=["zhdedup.doc_id"], realtime=True)
-            response = await client.search(index=index, query=query, size=SEARCH_PAGE, track_total_hits=False,
-                                           source_includes=SOURCE)
+            await adrive(client, lookups.exact([digest]))
+            states = await adrive(client, registry.read(key_ids(registry.keys, query)))
+            named = registry.candidates(query, states)
+            stored = await adrive(client, registry.originals(named))
             latencies.append(1000 * (time.perf_counter() - started))
-            hits = response["hits"]["hits"]
-            hits_n.append(len(hits))
-            accepted, sketch_hits = [], 0
-            if hits:  # which hits share a sketch key: read afterwards (named clauses would slow the search)
-                keys = set(sketch_terms(features.sketch_keys))
-                held = await client.mget(index=index, ids=[h["_id"] for h in hits], source_includes=["zhdedup.mh"])
-                sketch_hits = sum(not keys.isdisjoint(d["_source"]["zhdedup"].get("mh", ())) for d in held["docs"])
-                stored = [Sketch.from_bytes(base64.b64decode(h["_source"]["zhdedup"]["sketch"])) for h in hits]
-                overlaps = estimate_many(features.sketch, np.stack([s.values for s in stored]),
-                                         np.array([s.shingles for s in stored]))
-                accepted = [h["_source"]["zhdedup"]["doc_id"] for h, o in zip(hits, overlaps) if rule.reason(o) is not None]
-            via_sketch.append(sketch_hits)
+            named_n.append(len(named))
+            hits = [stored[h] for h in named if h in stored]
+            accepted = [] if not hits else [hits[a.position].doc_id for a in rule.accept(
+                query, np.stack([h.sketch.values for h in hits]),
+                np.array([h.sketch.shingles for h in hits]), [h.fp for h in hits])]
             passed.append(len(accepted))
             found += source_id in accepted
-            matching.append((await client.count(index=index, query=query))["count"])
     finally:
         await client.close()
     return {"lookup_p50": percentile(latencies, 50), "lookup_p95": percentile(latencies, 95),
-            "lookup_p99": percentile(latencies, 99), "hits_mean": float(np.mean(hits_n)),
-            "hits_p99": percentile(hits_n, 99), "hits_max": max(hits_n), "via_sketch_mean": float(np.mean(via_sketch)),
+            "lookup_p99": percentile(latencies, 99), "hits_mean": float(np.mean(named_n)),
+            "hits_p99": percentile(named_n, 99), "hits_max": max(named_n), "via_sketch_mean": float(np.mean(named_n)),
             "passed_mean": float(np.mean(passed)), "passed_max": max(passed),
-            "matching_mean": float(np.mean(matching)), "matching_p99": percentile(matching, 99),
-            "matching_max": max(matching), "source_found": found / len(queries)}
+            "matching_mean": float(np.mean(named_n)), "matching_p99": percentile(named_n, 99),
+            "matching_max": max(named_n), "source_found": found / len(queries)}
 
 
 async def through_backend(url: str, index: str, dedup: DedupConfig, items: list[tuple[str, str]],

@@ -228,12 +228,17 @@ def cmd_install(args: argparse.Namespace) -> int:
         user_properties = user_properties.get("properties", user_properties)
     if args.shards < 1:
         raise ConfigError("--shards must be at least 1")
+    from scrapy_zhdedup.index.nearindex import CandidateKeys
+
     from ..privileges import INSTALL
+    from ..store.registry import fill
 
     with _client(args, INSTALL) as client:
         dedup = from_args(DedupConfig, args)
-        report = install(client, args.es_index, BandLayout.from_config(dedup), user_properties, shards=args.shards,
-                         search=_search_text(args), fingerprint=fingerprint_settings(dedup))
+        keys = CandidateKeys.from_config(dedup)
+        report = install(client, args.es_index, keys.layout, user_properties, shards=args.shards,
+                         search=_search_text(args), fingerprint=fingerprint_settings(dedup),
+                         fill=lambda index: fill(index, keys))
     print(f"template {report['template']}: {report['template_action']} (version {report['template_version']}); "
           f"index {report['index']}: {report['index_action']}; layout {report['layout']}")
     return 0

@@ -9,6 +9,9 @@ rule as the embedded store (nearindex.py: a document is compared with cluster or
 and marks each still-unique document that has an earlier near or exact neighbour in another cluster,
 with bulk partial updates (core APIs only, no scripts).
 Documents whose cluster was the marked document's move to the new cluster in the same pass.
+Then the key registry follows (store/registry.py): claims of documents that are not stored originals
+(marked here, or left by a writer killed between claiming and writing) are removed, and originals
+whose keys are not claimed (a writer killed between writing and claiming) claim them.
 
 A reconcile stopped anywhere (killed, the node gone) leaves some changes made and some not; run it
 again and the index ends as one uninterrupted run would leave it.  A marked document says where its
@@ -30,8 +33,9 @@ from scrapy_zhdedup.similarity.rule import NearRule
 
 from ..errors import WritesRejectedError
 from ..index.document import DOC_ID, FIELD, REJOINED, SEEN_AT, Stored, cluster_update, verdict_update
-from ..index.template import ensure_layout
+from ..index.template import ensure_layout, registry_name
 from ..operations import drive
+from ..store.registry import fill, prune
 from ..store.writer import Action, BulkWriter, describe
 from .pointintime import PointInTime
 
@@ -115,6 +119,9 @@ def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: 
     _send(client, writer, actions, apply)
     if apply and (counts["marked"] or counts["deleted"] or counts["reclustered"]):
         client.indices.refresh(index=index)
+    if apply and client.indices.exists(index=registry_name(index)):  # the key registry follows the marks
+        counts["claims_removed"] = drive(client, prune(index, keys))
+        drive(client, fill(index, keys))
     counts["clusters"] = len(clusters)
     return counts
 

@@ -36,7 +36,7 @@ def path(name: str) -> str:
 
 
 DOC_ID, STATUS, CLUSTER, SEEN_AT = path("doc_id"), path("status"), path("cluster"), path("seen_at")
-SKETCH_KEYS, PASSAGES, WORDS = path("mh"), path("passages"), path("words")
+SKETCH_KEYS, PASSAGES, WORDS, HASH = path("mh"), path("passages"), path("words"), path("hash")
 
 
 @dataclass(frozen=True)

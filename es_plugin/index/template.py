@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch, NotFoundError
@@ -30,7 +31,11 @@ from ..operations import Steps, adrive, drive
 from .chinese import DEFAULT_SEARCH, SearchText
 from .document import CLUSTER, FIELD, STATUS, dedup_properties
 
-TEMPLATE_VERSION = 4  # 4: directed verdicts (contained, reason); 3: MinHash sketch and its keys; 2: Chinese search
+Fill = Callable[[str], Steps]  # fills a registry from its index's originals (store/registry.py's fill)
+
+TEMPLATE_VERSION = 5  # 5: the key registry, refresh on search; 4: directed verdicts (contained, reason); 3: MinHash
+# sketch and its keys; 2: Chinese search
+REGISTRY_VERSION = 1
 PRIORITY = 500  # above the usual catch-all templates, so ours is the one applied to the index
 
 
@@ -57,9 +62,10 @@ def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any
 
     ``user_properties`` map the item's own fields, over ``search``'s mapping of the text, title and
     ids.  One shard by default, since every lookup searches all shards of the index; replicas
-    ``0-1``, so a single node is green and a cluster keeps a copy.  No periodic refresh
-    (``refresh_interval: -1``): every bulk of ours is written with ``refresh=true`` (buffer.py), so a
-    timed refresh only adds small segments to merge; it cost ~40 % of the node's CPU in ``es ingest``.
+    ``0-1``, so a single node is green and a cluster keeps a copy.  The refresh interval is left to
+    Elasticsearch: lookups are realtime ``GET``s, which need no refresh, and a shard nobody searches is
+    not refreshed at all (``index.search.idle.after``) until a search asks, which waits for it; a
+    periodic refresh forced on cost ~40 % of the node's CPU in ``es ingest``.
     The template's ``_meta`` carries a digest of the body
     so :func:`install` can tell an unchanged template without comparing ES's normalised echo of it.
     """
@@ -71,7 +77,7 @@ def template_body(index: str, layout: BandLayout, user_properties: dict[str, Any
         "version": TEMPLATE_VERSION,
         "_meta": _meta(layout, fingerprint),
         "template": {
-            "settings": {"index": {"number_of_shards": shards, "auto_expand_replicas": "0-1", "refresh_interval": "-1"}},
+            "settings": {"index": {"number_of_shards": shards, "auto_expand_replicas": "0-1"}},
             "mappings": {"_meta": _meta(layout, fingerprint),
                          "properties": {**search.properties(), **(user_properties or {}),
                                         **dedup_properties(layout)}},
@@ -181,20 +187,79 @@ def _read_meta(index: str) -> Steps:
     return None
 
 
+def registry_name(index: str) -> str:
+    """The key registry beside ``index`` (store/registry.py)."""
+    return f"{index}-keys"
+
+
+def _registry_meta(filled: bool) -> dict[str, Any]:
+    return {"zhdedup": {"registry_version": REGISTRY_VERSION, "filled": filled}}
+
+
+def _registry(index: str) -> Steps:
+    """Steps: the registry's ``_meta.zhdedup``, or None when it does not exist."""
+    mappings = yield from _get_mappings(registry_name(index))
+    if mappings is None:
+        return None
+    entry: dict[str, Any] = next(iter(mappings.values()), {})
+    return entry.get("mappings", {}).get("_meta", {}).get("zhdedup", {})
+
+
+def _create_registry(index: str, shards: int, filled: bool) -> Steps:
+    """Steps: the key registry, unless it exists: one small document per key (``_source`` only, nothing
+    indexed), read and written by ``_id`` only, so it is never refreshed on a timer."""
+    try:
+        yield lambda c: c.indices.create(index=registry_name(index), settings={"index": {
+            "number_of_shards": shards, "auto_expand_replicas": "0-1", "refresh_interval": "-1"}},
+            mappings={"enabled": False, "_meta": _registry_meta(filled)})
+    except BadRequestError as exc:
+        if exc.error != "resource_already_exists_exception":  # another writer may create it first
+            raise
+    return None
+
+
+def _check_registry(index: str) -> Steps:
+    meta = yield from _registry(index)
+    if meta is None or not meta.get("filled"):
+        raise EsIndexError(
+            f"index {index!r} has no complete key registry {registry_name(index)!r} (made before template 5, or "
+            f"its filling was interrupted): run `zhdedup es install --index {index}` to build it (resumable)")
+    return None
+
+
+def _upgrade(index: str, shards: int, fill: Fill | None) -> Steps:
+    """Steps: an index of an older template given what this one has: the registry, filled from the
+    index's originals (resumably: filling again adds only what is missing), and refresh on search."""
+    meta = yield from _registry(index)
+    if meta is not None and meta.get("filled"):
+        return False
+    if fill is None:
+        yield from _check_registry(index)
+    assert fill is not None
+    yield from _create_registry(index, shards, filled=False)
+    yield lambda c: c.indices.put_settings(index=index, settings={"index": {"refresh_interval": None}})
+    yield from fill(index)
+    yield lambda c: c.indices.put_mapping(index=registry_name(index), meta=_registry_meta(True))
+    return True
+
+
 def _user_properties(template: dict[str, Any]) -> dict[str, Any]:
     props = template.get("template", {}).get("mappings", {}).get("properties", {})
     return {name: spec for name, spec in props.items() if name != FIELD}
 
 
 def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | None, shards: int,
-             search: SearchText, replace: bool, fingerprint: dict[str, Any] | None) -> Steps:
+             search: SearchText, replace: bool, fingerprint: dict[str, Any] | None, fill: Fill | None) -> Steps:
     name = template_name(index)
     mappings = yield from _get_mappings(index)
+    upgraded = False
     if mappings is not None:
         check_mappings(index, mappings, layout, fingerprint)  # before the template is touched
         if not replace:  # the template only makes new indices: a writer of one that exists needs no access to it
+            yield from _check_registry(index)
             return {"index": index, "template": name, "template_action": "kept", "index_action": "exists",
                     "template_version": TEMPLATE_VERSION, "layout": layout.to_dict()}
+        upgraded = yield from _upgrade(index, shards, fill)
     current = yield from _get_template(name)
     if user_properties is None and current is not None:
         user_properties = _user_properties(current)  # re-installing must not drop the user's mapping
@@ -208,6 +273,7 @@ def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | N
     if template_action in ("created", "updated"):
         yield lambda c: c.indices.put_index_template(name=name, body=body)
     if mappings is None:
+        yield from _create_registry(index, shards, filled=True)  # first: a writer that sees the index sees it
         try:
             yield lambda c: c.indices.create(index=index)
             index_action = "created"
@@ -226,6 +292,8 @@ def _install(index: str, layout: BandLayout, user_properties: dict[str, Any] | N
         index_action = "mapping updated"
     else:
         index_action = "exists"
+    if upgraded:
+        index_action += ", key registry filled"
     return {"index": index, "template": name, "template_action": template_action, "index_action": index_action,
             "template_version": TEMPLATE_VERSION, "layout": layout.to_dict()}
 
@@ -272,7 +340,7 @@ def _status(index: str, layout: BandLayout | None) -> Steps:
 
 def install(client: Elasticsearch, index: str, layout: BandLayout, user_properties: dict[str, Any] | None = None,
             *, shards: int = 1, search: SearchText = DEFAULT_SEARCH, replace: bool = True,
-            fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
+            fingerprint: dict[str, Any] | None = None, fill: Fill | None = None) -> dict[str, Any]:
     """Put the template (only if missing or different) and create the index if missing; report what was done.
 
     ``user_properties=None`` keeps the item mapping of an installed template.  With ``replace=False``
@@ -281,15 +349,18 @@ def install(client: Elasticsearch, index: str, layout: BandLayout, user_properti
     (a crawler then needs no privilege on templates).  Raises :class:`LayoutMismatchError` or
     :class:`EsIndexError` when an existing index does not fit, before anything is changed.
     ``fingerprint`` (``storemeta.fingerprint_settings``) is recorded in a new index and checked on an existing one.
+    The key registry (``<index>-keys``) is created before a new index; an existing index without a complete
+    one is refused with ``replace=False`` and, with ``replace``, upgraded: ``fill`` (store/registry.py)
+    claims its originals' keys.
     """
-    return drive(client, _install(index, layout, user_properties, shards, search, replace, fingerprint))
+    return drive(client, _install(index, layout, user_properties, shards, search, replace, fingerprint, fill))
 
 
 async def ainstall(client: AsyncElasticsearch, index: str, layout: BandLayout,
                    user_properties: dict[str, Any] | None = None, *, shards: int = 1,
                    search: SearchText = DEFAULT_SEARCH, replace: bool = True,
                    fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
-    return await adrive(client, _install(index, layout, user_properties, shards, search, replace, fingerprint))
+    return await adrive(client, _install(index, layout, user_properties, shards, search, replace, fingerprint, None))
 
 
 def read_meta(client: Elasticsearch, index: str) -> dict[str, Any] | None:

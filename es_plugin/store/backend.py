@@ -143,7 +143,7 @@ class ElasticsearchBackend:
         self.dead_letters = DeadLetters(Path(es.es_dead_letter or DEFAULT_NAME), self.index, self.stats)
         policy = RetryPolicy(es.es_max_retries, backoff_base, backoff_cap)
         self.lookups = EsLookups(self.index, keys, rule, policy, self.stats)
-        self.writer = BulkWriter(self.index, policy, self.stats, refresh=True)
+        self.writer = BulkWriter(self.index, policy, self.stats)
         self.writes = VerdictWrites(self.layout, self.search, index_duplicates, ExactFilter(
             error_rate=dedup.bloom_error_rate, initial_capacity=dedup.bloom_capacity))
         self.journal = Journal(self.dead_letters.path.parent, self.index) if journal else None

@@ -1,16 +1,22 @@
-"""One sealed batch of the buffer written: in parts at once, failures dead-lettered, 409s resolved.
+"""One sealed batch of the buffer written: in parts at once, failures dead-lettered, 409s resolved,
+then the originals' keys claimed in the key registry (registry.py).
 
 The buffer's writer task (buffer.py) hands each sealed batch to :meth:`BatchWriter.write` and enqueues
 what it returns: a first copy to write again (the document that won the race was deleted since), or a
 race loser's exact-repeat copy in annotate mode (writes.py).  A 409 on ``create`` means the text is
 stored already, by another writer or by our own earlier attempt of the same request; the batch's
-local index then answers with the stored copy, so later judgements of this process name it.
+local index then answers with the stored copy, so later judgements of this process name it, and the
+document's verdict becomes an exact repeat of it (``PendingBatch.changed``: the verdicts are returned
+only once their batch is written).  An original whose claim finds it repeats an earlier-stamped one
+becomes a near repeat the same way, its stored copy marked (annotate) or deleted (drop) before the
+batch counts as written.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,12 +24,15 @@ from dataclasses import dataclass
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
+from scrapy_zhdedup.model import verdict_for
+
 from ..errors import BulkInterruptedError, DeadLetterError, LookupItemError
 from ..index.document import Stored
 from ..operations import adrive
 from .buffer import PendingBatch
 from .deadletter import DeadLetters
 from .lookups import EsLookups
+from .registry import claimant_of
 from .stats import EsStats
 from .writer import Action, BulkWriter
 from .writes import VerdictWrites
@@ -32,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 BULK_PARTS = 2  # requests a sealed batch is written in, at once (elasticsearch-py's parallel_bulk sends 500s)
 MIN_BULK_PART = 250  # actions: a smaller batch goes in one request
+REFRESH_ID = "zhdedup-refresh"  # deleted (never there: ids are content hashes) by the bulk that refreshes
 
 
 def bulk_parts(actions: Sequence[Action]) -> list[list[Action]]:
@@ -54,6 +64,15 @@ class BatchWriter:
     writes: VerdictWrites  # what a race loser writes instead
     dead_letters: DeadLetters
     stats: EsStats
+    refreshed: float = 0.0  # time.monotonic() of the last write made visible to searches, 0: all are
+
+    async def refresh(self) -> None:
+        """Make what was written visible to searches: a bulk with ``refresh`` (which the ``write``
+        privilege allows, unlike the refresh API), holding only the delete of a document never there."""
+        if self.refreshed:  # not counted: no document of the crawl's
+            uncounted = BulkWriter(self.writer.index, self.writer.policy)
+            await adrive(self.client, uncounted.write([Action("delete", REFRESH_ID)], refresh=True))
+            self.refreshed = 0.0
 
     async def write(self, batch: PendingBatch) -> list[Action]:
         """One sealed batch, in up to ``BULK_PARTS`` requests at once: a node indexes one bulk request of
@@ -61,19 +80,26 @@ class BatchWriter:
         for, would otherwise keep one core busy and the others idle.  Failures are dead-lettered, 409s
         resolved once every part is written; returns what to write next."""
         parts = bulk_parts(batch.actions)
-        results = await asyncio.gather(*(adrive(self.client, self.writer.write(part)) for part in parts),
+        results = await asyncio.gather(*(adrive(self.client, self.writer.write(part, refresh=False)) for part in parts),
                                        return_exceptions=True)
-        conflicts = []
+        self.refreshed = self.refreshed or time.monotonic()
+        conflicts: list[Action] = []
+        unwritten: set[int] = set()
         try:
             for part, result in zip(parts, results):
                 if isinstance(result, BaseException):  # a bug here must not leave documents unwritten and unreported
                     logger.error("zhdedup: unexpected error writing a bulk batch", exc_info=result)
                     self._dead(part, "bulk", result if isinstance(result, Exception) else BulkInterruptedError(repr(result)))
+                    unwritten.update(map(id, part))
                     continue
                 self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, "bulk", error)
                                          for a, error in result.failed])
+                unwritten.update(id(a) for a, _ in result.failed)
+                unwritten.update(map(id, result.conflicts))
                 conflicts += result.conflicts
-            return await self._resolve(batch, conflicts)
+            again = await self._resolve(batch, conflicts)
+            await self._claim(batch, [a for a in batch.actions if a.op == "create" and id(a) not in unwritten])
+            return again
         except DeadLetterError:
             raise  # nowhere to put them: the buffer stops and tells every waiter
         except Exception as exc:
@@ -101,12 +127,39 @@ class BatchWriter:
                 continue
             self.stats.inc("conflicts")
             batch.hashes[action.id] = first
+            batch.changed[action.id] = verdict_for(ours.doc_id, action.id, None, first, exact=True)
             logger.info("zhdedup: %s was judged %s, but another writer stored the same text first as %s",
                         ours.doc_id, ours.status, first.doc_id)
             loser = self.writes.of_loser(action, first)
             if loser is not None:
                 again.append(loser)
         return again
+
+    async def _claim(self, batch: PendingBatch, written: list[Action]) -> None:
+        """The written originals' keys claimed; one found to repeat an earlier-stamped original becomes its
+        near repeat (``batch.changed``) and its stored copy says so before the batch counts as written.  A
+        registry that cannot be written leaves the keys unclaimed (logged): the documents are stored, and
+        ``es reconcile`` claims them."""
+        claimants = {c.hash: (c, a) for a in written if (c := claimant_of(a.id, a.body or {})) is not None}
+        if not claimants:
+            return
+        try:
+            repeats = await adrive(self.client, self.lookups.registry.claim([c for c, _ in claimants.values()]))
+        except (TransportError, ApiError, LookupItemError) as exc:
+            self.stats.inc("errors")
+            logger.warning("zhdedup: claiming the keys of %d original(s) in %s failed (%s); `zhdedup es reconcile` "
+                           "claims them", len(claimants), self.lookups.registry.name, exc)
+            return
+        fixes = []
+        for digest, first in repeats.items():
+            verdict, fix = self.writes.of_repeat(claimants[digest][1], first)
+            batch.changed[digest] = verdict
+            fixes.append(fix)
+            logger.info("zhdedup: %s repeats %s, which another writer claimed first", verdict.doc_id, first.doc_id)
+        if fixes:
+            result = await adrive(self.client, self.writer.write(fixes, refresh=False))
+            self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, "bulk", error)
+                                     for a, error in result.failed])
 
     def _dead(self, actions: list[Action], stage: str, error: Exception) -> None:
         self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, stage, error) for a in actions])

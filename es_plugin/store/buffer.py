@@ -1,17 +1,19 @@
-"""The backend's documents from their verdict until Elasticsearch searches can see them.
+"""The backend's documents from their verdict until every writer can see them.
 
-Visibility.  A bulk is sent with ``refresh=true``, so once it returns its documents are visible to
-searches that start afterwards (``wait_for`` would cap a writer at one bulk per refresh interval).
-Each judgement notes how many batches were visible when its lookups started (:meth:`BulkBuffer.judging`)
-and, when deciding, also consults every local batch after those.  Batches leave memory only when no
-judgement in flight could still need them, so nothing falls between "in the local buffer" and
-"visible to search".  Batches are written one at a time, in order, by one task, so visibility
-advances batch by batch; a full batch, or the flush interval, seals the open one.
+Visibility.  Each lookup batch is written before its verdicts are returned (judging.py waits for
+:meth:`BulkBuffer.written`): the documents in one bulk, then the originals' keys claimed in the key
+registry (batchwriter.py, registry.py).  A realtime ``GET`` sees both at once, in every writer, with no
+refresh; searches (``es search``, ``report``) see them after the index's next refresh (the index
+refreshes when searched, and :meth:`BulkBuffer.flush` makes everything written visible).  Each
+judgement notes how many batches were visible when its lookups started (:meth:`BulkBuffer.judging`)
+and, when deciding, also consults every local batch after those, so a batch judged while an earlier
+one of this process is being written still sees it.  Batches are written one at a time, in order, by
+one task; a full batch, a lookup batch's end, or the flush interval seals the open one.
 
 The writer task is given a :class:`BatchSink` (batchwriter.py) at :meth:`BulkBuffer.start`: it writes a
 batch and returns what must be written next (a 409's resolution), which the buffer enqueues itself.
 The writer task never dies silently: if the sink raises (the dead-letter file cannot be written:
-the documents can go nowhere), the task stops and every later ``backpressure``, ``flush`` and
+the documents can go nowhere), the task stops and every later ``flush``, ``written`` and
 ``raise_if_failed`` raises that error, instead of waiting forever for a writer that is gone.
 """
 
@@ -26,13 +28,12 @@ from typing import Any, Protocol
 
 from scrapy_zhdedup.errors import StoreFailedError, ZhDedupError
 from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
-from scrapy_zhdedup.model import Features, Match
+from scrapy_zhdedup.model import Features, Match, Verdict
 from scrapy_zhdedup.similarity.rule import NearRule
 
 from .journal import Journal
 from .writer import Action
 
-MAX_SEALED = 2  # full batches waiting for the writer before judgements wait (backpressure)
 # A batch is also sealed at about this many bytes: a bulk request stays near Elastic's advice
 # (5-15 MB) whatever the pages' size, far below the node's 100 MB limit (http.max_content_length).
 MAX_BULK_BYTES = 16 << 20
@@ -52,6 +53,7 @@ class PendingBatch:
     rows: list[Match] = field(default_factory=list)
     nbytes: int = 0  # about the size of the bulk body (size_of)
     done: bool = False
+    changed: dict[str, Verdict] = field(default_factory=dict)  # by content hash: verdicts writing changed
 
     def __post_init__(self) -> None:
         self.near = NearIndex(self.keys, self.rule)
@@ -67,6 +69,10 @@ class BatchSink(Protocol):
     async def write(self, batch: PendingBatch) -> list[Action]:
         """Send one sealed batch and dead-letter what fails; returns the actions to write next.  If it
         raises, writing stops."""
+        ...
+
+    async def refresh(self) -> None:
+        """Make what was written visible to searches."""
         ...
 
 
@@ -164,12 +170,17 @@ class BulkBuffer:
         self.batches.append(self._batch(batch.seq + 1))
         self._wake.set()
 
-    async def backpressure(self) -> None:
-        """Wait while the writer is ``MAX_SEALED`` batches behind."""
-        if len(self._sealed) >= MAX_SEALED:
-            async with self._written:
-                await self._written.wait_for(lambda: len(self._sealed) < MAX_SEALED or self._failure is not None)
+    async def written(self, seq: int) -> None:
+        """Wait until batch ``seq`` and every one before it is written (sealing it if it is open)."""
+        if self.open.seq <= seq:
+            self.seal()
+        async with self._written:
+            await self._written.wait_for(lambda: self._visible_upto > seq or self._failure is not None)
         self.raise_if_failed()
+
+    def batch(self, seq: int) -> PendingBatch | None:
+        """Batch ``seq``, while a judgement in flight may need it."""
+        return next((batch for batch in self.batches if batch.seq == seq), None)
 
     async def flush(self) -> None:
         """Write everything buffered and wait until it is visible to searches."""
@@ -180,6 +191,8 @@ class BulkBuffer:
             async with self._written:
                 await self._written.wait_for(lambda: not self._sealed or self._failure is not None)
         self.raise_if_failed()
+        if self._sink is not None:
+            await self._sink.refresh()
 
     def raise_if_failed(self) -> None:
         """Raise the writer's error, with how many judged documents it leaves unwritten."""

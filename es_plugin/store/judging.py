@@ -2,9 +2,13 @@
 they are decided in, and the answers each judgement sees.  It returns verdicts; it never calls back.
 
 * The window (groupcommit.py): items that arrive together are looked up together, one realtime
-  ``mget`` of ``_id = content hash`` and one ``_msearch`` of near searches for the batch (lookups.py).
+  ``mget`` of ``_id = content hash`` and the key registry's two ``mget`` for the batch (lookups.py,
+  registry.py).
 * The order: every batch takes a turn when it is formed (:class:`Turns`), and decides only when every
-  batch formed before it has decided or given up.  Batches may be looked up at the same time (the
+  batch formed before it has decided or given up.  Its verdicts are returned once its documents are
+  written and their keys claimed (buffer.py), so every writer sees them; a verdict writing changed
+  (another writer stored the same text, or claimed an earlier-stamped original this one repeats:
+  registry.py's order) is returned as changed.  Batches may be looked up at the same time (the
   pipeline's window starts one while another is in flight), but a batch whose answers overtook an
   earlier batch's waits for its decisions, then finds its documents in the buffer.  So the verdicts are
   those of judging one at a time in the order the items arrived.
@@ -42,7 +46,8 @@ from ..operations import adrive
 from .buffer import BulkBuffer
 from .deadletter import DeadLetters
 from .groupcommit import Entry, LookupWindow
-from .lookups import FLUSHED_AGE, EsLookups, query_features, repeat_id
+from .lookups import EsLookups, query_features, repeat_id
+from .registry import FLUSHED_AGE
 from .writes import VerdictWrites
 
 T = TypeVar("T")
@@ -165,7 +170,7 @@ class JudgingCoordinator:
         return outcome
 
     async def judge_many(self, entries: Sequence[Entry]) -> list[Verdict | Exception]:
-        """Judge prepared documents in order with one ``mget`` and one ``_msearch`` for all of them.
+        """Judge prepared documents in order with one exact and one near lookup for all of them.
 
         The verdicts are those of judging them one at a time in this order, after every batch called
         before.  A document that cannot be judged gets its exception (InvalidDocumentError, or
@@ -183,13 +188,17 @@ class JudgingCoordinator:
                 except (TransportError, ApiError, LookupItemError) as exc:
                     return self._lookup_failed(todo, outcomes, exc)
                 await self._turns.wait(turn)
+                first = self.buffer.open.seq
                 for n, (i, prepared, document) in enumerate(todo):
                     answers = EsAnswers(looked.exact[n], looked.near.get(i), self.buffer, since, self.writes,
                                         document, words.get(i), looked.own[n])
                     # synchronous: nothing interleaves between decision and enqueue
                     outcomes[i] = judge(prepared, answers, self.fingerprinter.features)
-            self._turns.done(turn)  # the next batch may decide while this one waits for the writer
-            await self.buffer.backpressure()
+                self._turns.done(turn)  # the next batch may decide while this one waits for the writer
+                last = self.buffer.open.seq if self.buffer.open.actions else self.buffer.open.seq - 1
+                if last >= first:
+                    await self.buffer.written(last)  # other writers see them before the verdicts are returned
+                self._changed(todo, outcomes, range(first, last + 1))
             return cast("list[Verdict | Exception]", outcomes)
         finally:
             self._turns.done(turn)  # lookups failed, or cancelled: nothing decided here
@@ -247,6 +256,22 @@ class JudgingCoordinator:
                 [query_features(p.featured(None)) for _, p, _ in unanswered]))
             near_of.update((i, n) for (i, _, _), n in zip(unanswered, more))
         return _Looked(exact, own, near_of)
+
+    def _changed(self, todo: list[Todo], outcomes: list[Verdict | Exception | None], seqs: range) -> None:
+        """The verdicts writing changed (batchwriter.py): another writer stored the same text first, or
+        claimed an earlier original this one repeats."""
+        changed = {}
+        for seq in seqs:
+            batch = self.buffer.batch(seq)
+            if batch is not None:
+                changed.update(batch.changed)
+        if not changed:
+            return
+        for i, prepared, _ in todo:
+            verdict = outcomes[i]
+            now = changed.get(prepared.digest)
+            if isinstance(verdict, Verdict) and now is not None and now.doc_id == verdict.doc_id:
+                outcomes[i] = now
 
     def _lookup_failed(self, todo: list[Todo], outcomes: list[Verdict | Exception | None],
                        exc: Exception) -> list[Verdict | Exception]:

@@ -60,3 +60,12 @@ def retryable(error: Exception | dict[str, Any]) -> bool:
     if isinstance(error, dict):
         return error.get("status") in RETRY_STATUSES or (error.get("error") or {}).get("type") == "cluster_block_exception"
     return RetryPolicy.transient(error)
+
+
+UNAVAILABLE = frozenset({"no_shard_available_action_exception", "unavailable_shards_exception"})
+
+
+def got_all(response: Any) -> bool:
+    """Whether every document of an ``mget`` was answered: a shard still starting (an index another
+    writer has just created) answers its documents with an error, to be asked again."""
+    return not any((doc.get("error") or {}).get("type") in UNAVAILABLE for doc in response["docs"])

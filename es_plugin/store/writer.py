@@ -1,8 +1,9 @@
 """THE bulk path: every write to Elasticsearch (backend, ``dedup-index``, ``reconcile``) goes through here.
 
 Requests and bulk items that fail transiently are retried by the one retry policy (retry.py); bulk
-items also on the 403 of a write-blocked index.  A ``create`` answered 409 is not an error but a
-conflict for the caller to resolve (another writer stored the same text first).  What Elasticsearch
+items also on the 403 of a write-blocked index.  A ``create`` (or a write conditional on a
+``_seq_no``) answered 409 is not an error but a conflict for the caller to resolve (another writer stored
+the same text, or changed the same key, first).  What Elasticsearch
 rejects for good is returned to the caller, which raises (``dedup-index``, ``reconcile``) or writes
 it to the dead-letter file (the backend; deadletter.py).
 """
@@ -30,9 +31,12 @@ class Action:
     id: str
     body: dict[str, Any] | None = None  # the document, or the partial ``doc`` of an update
     index: str | None = None  # default: the writer's index
+    seq: tuple[int, int] | None = None  # written only over this ``(_seq_no, _primary_term)`` (registry.py)
 
     def operations(self, default_index: str) -> list[dict[str, Any]]:
         meta: dict[str, Any] = {"_index": self.index or default_index, "_id": self.id}
+        if self.seq is not None:
+            meta["if_seq_no"], meta["if_primary_term"] = self.seq
         if self.op == "update":
             meta["retry_on_conflict"] = 3
             return [{"update": meta}, {"doc": self.body}]
@@ -41,7 +45,7 @@ class Action:
 
 @dataclass
 class BulkResult:
-    conflicts: list[Action] = field(default_factory=list)  # ``create`` answered 409
+    conflicts: list[Action] = field(default_factory=list)  # ``create`` or a conditional write answered 409
     failed: list[tuple[Action, Exception | dict[str, Any]]] = field(default_factory=list)  # rejected for good
 
 
@@ -52,14 +56,16 @@ class BulkWriter:
     stats: EsStats = field(default_factory=EsStats)
     refresh: bool = False  # make the documents visible to searches before the request returns
 
-    def write(self, actions: Sequence[Action]) -> Steps:
-        """Steps: send ``actions``, retrying transient failures; returns a :class:`BulkResult`."""
+    def write(self, actions: Sequence[Action], refresh: bool | None = None) -> Steps:
+        """Steps: send ``actions``, retrying transient failures; returns a :class:`BulkResult`.
+        ``refresh``: this request's, instead of the writer's."""
+        refresh = self.refresh if refresh is None else refresh
         result = BulkResult()
         pending, attempt = list(actions), 0
         while pending:
             operations = [line for action in pending for line in action.operations(self.index)]
             try:
-                response = yield _bulk(operations, self.refresh)
+                response = yield _bulk(operations, refresh)
             except (TransportError, ApiError) as exc:
                 if self.policy.transient(exc) and attempt < self.policy.max_retries:
                     attempt += 1
@@ -75,7 +81,7 @@ class BulkWriter:
                 status = outcome["status"]
                 if status < 300 or (status == 404 and action.op == "delete"):  # a document already gone is deleted
                     self.stats.inc("indexed")
-                elif status == 409 and action.op == "create":
+                elif status == 409 and (action.op == "create" or action.seq is not None):
                     result.conflicts.append(action)
                 elif retryable(outcome):
                     retry.append((action, outcome))

@@ -21,7 +21,7 @@ from scrapy_zhdedup.model import Features, Match, Prepared, Verdict, verdict_for
 from scrapy_zhdedup.store.bloom import ExactFilter
 
 from ..index.chinese import SearchText
-from ..index.document import Stored, item_fields
+from ..index.document import Stored, item_fields, verdict_update
 from .buffer import Pending
 from .lookups import query_features, repeat_id
 from .writer import Action
@@ -64,6 +64,16 @@ class VerdictWrites:
         verdict = verdict_for(ours.doc_id, action.id, None, first, exact=True)
         return Action("index", repeat_id(action.id, ours.doc_id),
                       self.source(verdict, item_fields(action.body or {}), words=ours.words))
+
+    def of_repeat(self, action: Action, first: Match) -> tuple[Verdict, Action]:
+        """A written original that its claim found repeats ``first`` (registry.py): its verdict, and the
+        write that makes its stored copy say so (marked in annotate mode, deleted in drop mode)."""
+        ours = Stored.from_source(action.body or {})
+        assert ours is not None and ours.fp is not None  # an original's create carries its object
+        verdict = verdict_for(ours.doc_id, action.id, ours.fp, first)
+        if self.index_duplicates:
+            return verdict, Action("update", action.id, verdict_update(verdict))
+        return verdict, Action("delete", action.id)
 
     def source(self, verdict: Verdict, document: dict[str, Any], features: Features | None = None,
                words: str | None = None) -> dict[str, Any]:

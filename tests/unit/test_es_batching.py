@@ -27,6 +27,9 @@ def test_a_batch_is_sealed_by_size_before_it_is_full() -> None:
             written.append([action.id for action in batch.actions])
             return []
 
+        async def refresh(self) -> None:
+            pass
+
     async def run() -> None:
         buffer = BulkBuffer(CandidateKeys.from_config(config), NearRule.from_config(config), bulk_size=1000,
                             flush_interval=60)
@@ -92,6 +95,9 @@ def test_a_writer_task_that_fails_outside_write_stops_every_waiter_instead_of_ha
     class Sink:
         async def write(self, batch: PendingBatch) -> list[Action]:
             return []
+
+        async def refresh(self) -> None:
+            pass
 
     class BrokenJournal:
         def record(self, seq: int, action: Action) -> None:

@@ -1,0 +1,376 @@
+"""The key registry: ``<index>-keys``, one document per candidate key naming the cluster originals that
+hold it, so a writer sees another's original the moment it is claimed, and a lookup reads one shard a key.
+
+A near lookup (:meth:`Registry.near`) is two realtime multi-gets, which see every write at once (no
+refresh): the keys (``_id`` = the key: ``m`` + a sketch band key, ``b`` + a SimHash band when they
+are on, ``p`` + a passage key when passages are), then the originals they name, from the documents'
+index, verified on their stored sketch by the shared :meth:`~scrapy_zhdedup.similarity.rule.NearRule.accept`.
+A key held by more than ``MAX_POSTINGS`` originals is boilerplate and names none, as in the embedded store.
+
+A claim (:meth:`Registry.claim`) appends ``[content hash, stamp]`` to each key of an original once its
+document is written: ``create`` when the key is absent, else ``index`` conditional on the
+``_seq_no`` read, so two writers never overwrite each other's claims (optimistic concurrency, no
+script).  **The order**: a stamp (milliseconds, writer, sequence) is taken when a document claims, and a
+document is a repeat only of an original with a smaller stamp; so nothing is dropped as the repeat of
+a document judged after it, and two documents never repeat each other.  Each time a claim reads a key
+(first, and again after a 409) the owners with a smaller stamp it had not verified are verified: a claim
+that finds its document repeats one turns it into a repeat (the caller fixes the stored copy) and
+withdraws what it claimed.  Two documents whose claims cross in flight, the later-stamped one landing
+first, both stay originals: ``es reconcile`` joins them.
+
+A claim whose document does not exist (its writer was killed between the two writes, or the claim was
+withdrawn from a document since deleted) names nothing: the second multi-get does not find it, and only
+originals (``status: unique``) count.  ``es reconcile`` removes such claims (:func:`prune`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from scrapy_zhdedup.index.nearindex import MAX_POSTINGS, CandidateKeys
+from scrapy_zhdedup.model import Features, Match
+from scrapy_zhdedup.similarity.passages import votes_needed
+from scrapy_zhdedup.similarity.rule import NearRule, closest
+
+from ..errors import LookupItemError
+from ..index.document import FIELD, HASH, STATUS, Stored, includes, passage_terms, sketch_terms
+from ..index.template import registry_name
+from ..operations import Call, Steps
+from .retry import RetryPolicy, got_all
+from .stats import EsStats
+from .writer import Action, BulkWriter
+
+logger = logging.getLogger(__name__)
+
+OWNERS = "o"  # a key document's one field: [[content hash, stamp], ...] in the order they were claimed
+CANDIDATE_SOURCE = includes("status", "fp", "sketch", "passages")  # an owner's document, to verify
+MAX_ROUNDS = 20  # claim attempts of a key under contention before it is left to reconcile
+FLUSHED_AGE = 0  # age rank of a stored original in ``closest``: older than anything this process still holds
+
+
+def key_ids(keys: CandidateKeys, features: Features) -> list[str]:
+    """The registry ``_id`` of every key naming ``features``' candidates (nearindex.py's keys)."""
+    ids = [f"m{term}" for term in sketch_terms(features.sketch_keys)]
+    if keys.simhash_bands:
+        ids += [f"b{name}={value}" for name, value in keys.layout.terms(features.fingerprint).items()]
+    ids += [f"p{term}" for term in passage_terms(features.passages)]
+    return list(dict.fromkeys(ids))
+
+
+_WRITER = uuid.uuid4().hex[:8]
+_sequence = 0
+
+
+def new_stamp() -> str:
+    """A stamp later than any this process took before, ordered across writers by the clock first."""
+    global _sequence
+    _sequence += 1
+    return f"{time.time_ns() // 1_000_000:013d}.{_WRITER}.{os.getpid():07d}.{_sequence:010d}"
+
+
+@dataclass(frozen=True)
+class KeyState:
+    """A key document as read: who holds the key, and the version a conditional write is based on."""
+
+    seq: tuple[int, int]  # _seq_no, _primary_term
+    owners: tuple[tuple[str, str], ...]  # (content hash, stamp)
+
+
+@dataclass
+class Claimant:
+    """A cluster original claiming its keys: its content hash (its document's ``_id``), stamp and features."""
+
+    hash: str
+    doc_id: str
+    features: Features
+    stamp: str = field(default_factory=new_stamp)
+
+
+@dataclass
+class Registry:
+    index: str  # the documents' index
+    keys: CandidateKeys
+    rule: NearRule | None  # None: only filled and pruned, never judged with
+    policy: RetryPolicy
+    stats: EsStats
+
+    def __post_init__(self) -> None:
+        self.name = registry_name(self.index)
+        self.writer = BulkWriter(self.name, self.policy)  # its writes are not the documents ``indexed`` counts
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    def read(self, ids: Sequence[str]) -> Steps:
+        """Steps: the key documents by ``_id`` (None for a key nobody holds), by one realtime ``mget``."""
+        if not ids:
+            return {}
+        response = yield from self.policy.call(
+            lambda c: c.mget(index=self.name, ids=list(ids), realtime=True), self.stats, got_all)
+        states: dict[str, KeyState | None] = {}
+        for doc in response["docs"]:
+            if "error" in doc:
+                raise LookupItemError(doc["error"])
+            states[doc["_id"]] = KeyState((doc["_seq_no"], doc["_primary_term"]), tuple(
+                (str(h), str(s)) for h, s in doc["_source"].get(OWNERS, ()))) if doc.get("found") else None
+        return states
+
+    def candidates(self, features: Features, states: dict[str, KeyState | None]) -> dict[str, str]:
+        """The owners the keys name, by content hash, with their stamps: any shared sketch (or SimHash band)
+        key held by at most ``MAX_POSTINGS``, or enough shared passages (nearindex.py's rule)."""
+        named: dict[str, str] = {}
+        votes: Counter[str] = Counter()
+        by_passage: dict[str, str] = {}
+        for key in key_ids(self.keys, features):
+            state = states.get(key)
+            if state is None or len(state.owners) > MAX_POSTINGS:
+                continue
+            if key.startswith("p"):
+                votes.update(h for h, _ in state.owners)
+                by_passage.update(state.owners)
+            else:
+                named.update(state.owners)
+        if votes:
+            needed = votes_needed(len(features.passages), self.keys.passage_share)
+            named.update((h, by_passage[h]) for h, n in votes.items() if n >= needed and h not in named)
+        return named
+
+    def originals(self, digests: Iterable[str]) -> Steps:
+        """Steps: the stored originals among ``digests`` (one realtime ``mget`` of the documents' index);
+        a document missing, or not an original any more, is left out."""
+        ids = list(dict.fromkeys(digests))
+        if not ids:
+            return {}
+        response = yield from self.policy.call(
+            lambda c: c.mget(index=self.index, ids=ids, source_includes=CANDIDATE_SOURCE, realtime=True), self.stats,
+            got_all)
+        found: dict[str, Stored] = {}
+        for doc in response["docs"]:
+            if "error" in doc:
+                raise LookupItemError(doc["error"])
+            stored = Stored.from_source(doc["_source"]) if doc.get("found") and FIELD in doc["_source"] else None
+            if stored is not None and stored.status == "unique" and stored.sketch is not None and stored.fp is not None:
+                found[doc["_id"]] = stored
+        return found
+
+    def verify(self, features: Features, owners: dict[str, str], stored: dict[str, Stored]) -> Match | None:
+        """The owner the rule accepts and prefers (the most similar, then the earliest stamp)."""
+        hits = [(stored[h], s) for h, s in owners.items() if h in stored]
+        if not hits or self.rule is None:
+            return None
+        accepted = self.rule.accept(
+            features, np.stack([hit.sketch.values for hit, _ in hits]),  # type: ignore[union-attr]
+            np.array([hit.sketch.shingles for hit, _ in hits]),  # type: ignore[union-attr]
+            [hit.fp for hit, _ in hits])  # type: ignore[misc]
+        return closest((a.similarity, (FLUSHED_AGE, hits[a.position][1]),
+                        Match(hits[a.position][0].doc_id, hits[a.position][0].cluster, a.distance, a.similarity,
+                              a.contained, a.reason)) for a in accepted)
+
+    def near(self, features: Sequence[Features]) -> Steps:
+        """Steps: for each document's features, the stored original the rule accepts and prefers (or None):
+        one ``mget`` of all their keys, one of all the originals these name."""
+        if not features:
+            return []
+        self.stats.inc("lookups")
+        states = yield from self.read(list(dict.fromkeys(k for f in features for k in key_ids(self.keys, f))))
+        owners = [self.candidates(f, states) for f in features]
+        stored = yield from self.originals(h for named in owners for h in named)
+        return [self.verify(f, named, stored) for f, named in zip(features, owners)]
+
+    # -- claiming --------------------------------------------------------------------------------------
+
+    def claim(self, claimants: Sequence[Claimant], judge: bool = True) -> Steps:
+        """Steps: add ``claimants`` (originals whose documents are written) to the owners of their keys.
+
+        With ``judge``, each is first verified against every owner with a smaller stamp that its key reads
+        show (at its judgement it could not have seen those claimed since); one the rule accepts makes it a
+        repeat, returned as ``{content hash: the original it repeats}``, and what it claimed meanwhile is
+        withdrawn.  Without (filling the registry from stored originals), owners are only added."""
+        ids_of = {c.hash: key_ids(self.keys, c.features) for c in claimants}
+        wanted: dict[str, list[Claimant]] = defaultdict(list)
+        for c in claimants:
+            for key in ids_of[c.hash]:
+                wanted[key].append(c)
+        repeats: dict[str, Match] = {}
+        won: dict[str, list[str]] = defaultdict(list)
+        verified: dict[str, set[str]] = defaultdict(set)
+        pending = list(wanted)
+        for _ in range(MAX_ROUNDS):
+            if not pending:
+                break
+            states = yield from self.read(pending)
+            if judge:
+                yield from self._judge([c for c in claimants if c.hash not in repeats], states, verified, repeats)
+            actions = []
+            for key in pending:
+                state = states.get(key)
+                owners = [] if state is None else [list(o) for o in state.owners]
+                held = {h for h, _ in owners}
+                adding = [c for c in wanted[key] if c.hash not in repeats and c.hash not in held]
+                if not adding or len(owners) > MAX_POSTINGS:
+                    continue  # nothing to add, or boilerplate: no lookup reads it any more
+                body = {OWNERS: owners + [[c.hash, c.stamp] for c in adding]}
+                actions.append(Action("create", key, body, self.name) if state is None
+                                else Action("index", key, body, self.name, seq=state.seq))
+            if not actions:
+                pending = []
+                break
+            result = yield from self.writer.write(actions)
+            lost = {a.id for a in result.conflicts}
+            failed = {a.id for a, _ in result.failed}
+            if failed:
+                logger.warning("zhdedup: %d key(s) of %s could not be claimed (%s); `zhdedup es reconcile` "
+                               "claims them", len(failed), self.name, result.failed[0][1])
+            for action in actions:
+                if action.id not in lost | failed:
+                    for digest, _ in action.body[OWNERS] if action.body else ():
+                        if any(c.hash == digest for c in wanted[action.id]):
+                            won[digest].append(action.id)
+            self.stats.inc("claim_conflicts", len(lost))
+            pending = sorted(lost)
+        if pending:
+            logger.warning("zhdedup: %d key(s) of %s still contended after %d attempts; `zhdedup es reconcile` "
+                           "claims them", len(pending), self.name, MAX_ROUNDS)
+        yield from self.withdraw({digest: won[digest] for digest in repeats if won[digest]})
+        return repeats
+
+    def _judge(self, claimants: list[Claimant], states: dict[str, KeyState | None], verified: dict[str, set[str]],
+               repeats: dict[str, Match]) -> Steps:
+        earlier = {}
+        for c in claimants:
+            named = {h: s for h, s in self.candidates(c.features, states).items()
+                     if s < c.stamp and h != c.hash and h not in verified[c.hash]}
+            verified[c.hash].update(named)
+            if named:
+                earlier[c.hash] = named
+        if not earlier:
+            return None
+        stored = yield from self.originals(h for named in earlier.values() for h in named)
+        for c in claimants:
+            if c.hash in earlier:
+                match = self.verify(c.features, earlier[c.hash], stored)
+                if match is not None:
+                    repeats[c.hash] = match
+        return None
+
+    def withdraw(self, claims: dict[str, list[str]]) -> Steps:
+        """Steps: remove each content hash from the owners of the keys given for it (conditional writes,
+        read again on a conflict)."""
+        dropping: dict[str, set[str]] = defaultdict(set)
+        for digest, keys in claims.items():
+            for key in keys:
+                dropping[key].add(digest)
+        pending = sorted(dropping)
+        for _ in range(MAX_ROUNDS):
+            if not pending:
+                return None
+            states = yield from self.read(pending)
+            actions = []
+            for key in pending:
+                state = states.get(key)
+                if state is None:
+                    continue
+                owners = [[h, s] for h, s in state.owners if h not in dropping[key]]
+                if len(owners) < len(state.owners):
+                    actions.append(Action("delete", key, None, self.name, seq=state.seq) if not owners else
+                                   Action("index", key, {OWNERS: owners}, self.name, seq=state.seq))
+            if not actions:
+                return None
+            result = yield from self.writer.write(actions)
+            pending = sorted({a.id for a in result.conflicts})
+        logger.warning("zhdedup: %d key(s) of %s keep claims of repeats; `zhdedup es reconcile` removes them",
+                       len(pending), self.name)
+        return None
+
+
+def claimant_of(digest: str, source: dict[str, Any]) -> Claimant | None:
+    """The claimant a written document's source makes: an original with features, else None."""
+    stored = Stored.from_source(source)
+    if stored is None or stored.status != "unique" or stored.sketch is None or stored.fp is None:
+        return None
+    return Claimant(digest, stored.doc_id, stored.features())
+
+
+FILL_PAGE = 500
+FILLED = includes("status", "fp", "sketch", "passages", "seen_at")
+
+
+def fill(index: str, keys: CandidateKeys, policy: RetryPolicy | None = None) -> Steps:
+    """Steps: claim the keys of every original stored in ``index`` that does not hold them yet (an index
+    made before the registry, or a writer killed between writing a document and claiming its keys);
+    stopped and run again, it adds only what is missing.  Returns the originals read."""
+    policy = policy or RetryPolicy()
+    registry, stats = Registry(index, keys, None, policy, EsStats()), EsStats()
+    yield lambda c: c.indices.refresh(index=index)
+    after: list[Any] | None = None
+    count = 0
+    while True:
+        body: dict[str, Any] = {"query": {"term": {STATUS: "unique"}}, "size": FILL_PAGE, "sort": [{HASH: "asc"}],
+                                "_source": FILLED, "track_total_hits": False}
+        if after is not None:
+            body["search_after"] = after
+        response = yield from policy.call(_search(index, body), stats)
+        hits = response["hits"]["hits"]
+        claimants = []
+        for hit in hits:
+            stored = Stored.from_source(hit["_source"])
+            if stored is not None and stored.sketch is not None and stored.fp is not None:
+                claimants.append(Claimant(hit["_id"], stored.doc_id, stored.features(), _stamp_at(stored.seen_at)))
+        yield from registry.claim(claimants, judge=False)
+        count += len(hits)
+        if len(hits) < FILL_PAGE:
+            return count
+        after = hits[-1]["sort"]
+
+
+def prune(index: str, keys: CandidateKeys, policy: RetryPolicy | None = None) -> Steps:
+    """Steps: remove the claims of documents that are not stored originals (a writer killed between
+    claiming and writing, a document reconcile marked or deleted).  Returns how many were removed."""
+    policy = policy or RetryPolicy()
+    registry, stats = Registry(index, keys, None, policy, EsStats()), EsStats()
+    yield lambda c: c.indices.refresh(index=registry.name)
+    response = yield from policy.call(lambda c: c.search(index=registry.name, scroll="5m", size=FILL_PAGE,
+                                                         sort=["_doc"]), stats)
+    removed = 0
+    try:
+        while response["hits"]["hits"]:
+            hits = response["hits"]["hits"]
+            named = {h for hit in hits for h, _ in hit["_source"].get(OWNERS, ())}
+            stored = yield from registry.originals(named)
+            dead: dict[str, list[str]] = defaultdict(list)
+            for hit in hits:
+                for h, _ in hit["_source"].get(OWNERS, ()):
+                    if h not in stored:
+                        dead[h].append(hit["_id"])
+            removed += sum(map(len, dead.values()))
+            yield from registry.withdraw(dict(dead))
+            scroll = response["_scroll_id"]
+            response = yield from policy.call(_scroll(scroll), stats)
+    finally:
+        if response.get("_scroll_id"):
+            scroll = response["_scroll_id"]
+            yield lambda c: c.clear_scroll(scroll_id=scroll)
+    return removed
+
+
+def _stamp_at(seen_at: str | None) -> str:
+    """The stamp of an original filled in from the index: the moment it was judged (``seen_at``)."""
+    ms = int(datetime.fromisoformat(seen_at).timestamp() * 1000) if seen_at else 0
+    return f"{ms:013d}.{'0' * 8}.{'0' * 7}.{'0' * 10}"
+
+
+def _search(index: str, body: dict[str, Any]) -> Call:
+    return lambda client: client.search(index=index, **body)
+
+
+def _scroll(scroll: str) -> Call:
+    return lambda client: client.scroll(scroll_id=scroll, scroll="5m")

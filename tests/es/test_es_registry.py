@@ -1,0 +1,135 @@
+"""The key registry (store/registry.py) on the real node: several writers judge as one would, a claim
+whose document was never written names nothing, and an index from before the registry is refused, then
+upgraded by ``es install``."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import random
+from pathlib import Path
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from es_plugin.commands.reconcile import reconcile
+from es_plugin.errors import EsIndexError
+from es_plugin.index.template import install, registry_name
+from es_plugin.operations import drive
+from es_plugin.store.registry import OWNERS, Claimant, Registry, fill, key_ids
+from es_plugin.store.retry import RetryPolicy
+from es_plugin.store.stats import EsStats
+from scrapy_zhdedup.config import DedupConfig
+from scrapy_zhdedup.index.nearindex import CandidateKeys
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.similarity.rule import NearRule
+from tests.es.test_es_backend import exact_repost, judge, near_repost, texts
+from tests.support.helpers import Stats, backend
+
+pytestmark = pytest.mark.es
+
+DEDUP = DedupConfig()
+KEYS, RULE = CandidateKeys.from_config(DEDUP), NearRule.from_config(DEDUP)
+__all__ = ["texts"]  # the module fixture of real articles with near reposts
+
+
+async def test_writers_racing_on_one_index_judge_as_one_writer(es_url: str, index: str, tmp_path: Path,
+                                                               es_client: Elasticsearch, texts: list[str]) -> None:
+    """Originals, near and exact reposts dealt round-robin to three writers judging all at once (every
+    pair in flight together): every repost found, no two documents repeating each other, none lost."""
+    originals = texts[:30]
+    items = [(f"o{i}", t) for i, t in enumerate(originals)]
+    items += [(f"n{i}", near_repost(t)) for i, t in enumerate(originals)]
+    items += [(f"e{i}", exact_repost(t)) for i, t in enumerate(originals[:10])]
+    random.Random(5).shuffle(items)
+    writers = [backend(es_url, index, tmp_path / str(w), es_bulk_size=7, annotate=True) for w in range(3)]
+    for w in range(3):
+        (tmp_path / str(w)).mkdir()
+    try:
+        verdicts = await asyncio.gather(*(judge(writers[n % 3], doc_id, text) for n, (doc_id, text) in enumerate(items)))
+    finally:
+        for w in writers:
+            await w.close()
+    by_id = {doc_id: v for (doc_id, _), v in zip(items, verdicts)}
+    for i in range(len(originals)):
+        group = [g for g in (f"o{i}", f"n{i}", f"e{i}") if g in by_id]
+        unique = [g for g in group if by_id[g][0] == "unique"]
+        assert len(unique) == 1, (i, {g: by_id[g] for g in group})  # one original: no miss, no cycle
+        assert all(by_id[g][1] in group for g in group if g not in unique)  # no false merge
+    es_client.indices.refresh(index=index)
+    stored = {hit["_source"]["url"] for hit in es_client.search(index=index, size=1000)["hits"]["hits"]}
+    assert stored == set(by_id)  # annotate mode: every document stored, none lost
+
+
+async def test_a_repeat_is_never_judged_against_a_later_stamp(es_url: str, index: str, es_client: Elasticsearch,
+                                                              tmp_path: Path, texts: list[str]) -> None:
+    """Two originals repeating each other claimed with crossed stamps: the later-stamped one finds the
+    earlier and becomes its repeat, whichever claims first; the earlier never becomes the later's."""
+    b = backend(es_url, index, tmp_path)
+    await b.open()
+    await b.close()
+    fingerprinter = Fingerprinter(DEDUP)
+    a_features = fingerprinter.features(fingerprinter.clean(text=texts[0]))
+    b_features = fingerprinter.features(fingerprinter.clean(text=near_repost(texts[0])))
+    for doc_id, features in (("a", a_features), ("b", b_features)):  # both stored as originals
+        es_client.index(index=index, id=doc_id, document={"zhdedup": {
+            "doc_id": doc_id, "cluster": doc_id, "hash": doc_id, "status": "unique",
+            "fp": format(features.fingerprint, "016x"),
+            "sketch": base64.b64encode(features.sketch.to_bytes()).decode()}})
+    registry = Registry(index, KEYS, RULE, RetryPolicy(0), EsStats())
+    early, late = Claimant("a", "a", a_features, "1"), Claimant("b", "b", b_features, "2")
+    assert drive(es_client, registry.claim([late])) == {}  # the later claims first: nothing earlier to repeat
+    assert drive(es_client, registry.claim([early])) == {}  # the earlier sees only a later stamp
+    owners = drive(es_client, registry.read(key_ids(KEYS, a_features)))
+    assert any(state and {"a", "b"} <= {h for h, _ in state.owners} for state in owners.values())
+    for key in {*key_ids(KEYS, a_features), *key_ids(KEYS, b_features)}:  # again, the earlier first: now
+        es_client.options(ignore_status=404).delete(index=registry_name(index), id=key)  # the later repeats it
+    assert drive(es_client, registry.claim([early])) == {}
+    repeats = drive(es_client, registry.claim([late]))
+    assert list(repeats) == ["b"] and repeats["b"].doc_id == "a"
+    after = drive(es_client, registry.read(key_ids(KEYS, b_features)))
+    assert not any(state and "b" in {h for h, _ in state.owners} for state in after.values())  # withdrawn
+
+
+async def test_a_claim_whose_document_was_never_written_names_nothing(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, texts: list[str]) -> None:
+    """A writer killed between claiming and writing leaves claims naming no document: a later repeat of
+    that text is judged unique, and ``es reconcile`` removes the claims."""
+    b = backend(es_url, index, tmp_path)
+    await b.open()
+    fingerprinter = Fingerprinter(DEDUP)
+    ghost = fingerprinter.features(fingerprinter.clean(text=texts[1]))
+    registry = Registry(index, KEYS, RULE, RetryPolicy(0), EsStats())
+    assert drive(es_client, registry.claim([Claimant("never-written", "ghost", ghost)])) == {}
+    try:
+        assert (await judge(b, "later", near_repost(texts[1])))[0] == "unique"
+    finally:
+        await b.close()
+    counts = reconcile(es_client, index, DEDUP)
+    assert counts["claims_removed"] == len(key_ids(KEYS, ghost))
+    states = drive(es_client, registry.read(key_ids(KEYS, ghost)))
+    assert not any(state and "never-written" in {h for h, _ in state.owners} for state in states.values())
+
+
+def test_an_index_without_a_registry_is_refused_then_upgraded_by_install(
+        es_client: Elasticsearch, index: str, texts: list[str]) -> None:
+    """An index of template 4 (no registry): a writer is refused with the command to run; ``es install``
+    fills the registry from the stored originals, and a lookup then finds them."""
+    install(es_client, index, KEYS.layout)
+    fingerprinter = Fingerprinter(DEDUP)
+    features = fingerprinter.features(fingerprinter.clean(text=texts[2]))
+    es_client.index(index=index, id="h0", document={"zhdedup": {
+        "doc_id": "o", "cluster": "o", "hash": "h0", "status": "unique", "seen_at": "2026-01-01T00:00:00.000+00:00",
+        "fp": format(features.fingerprint, "016x"), "mh": [format(k, "08x") for k in features.sketch_keys],
+        "sketch": base64.b64encode(features.sketch.to_bytes()).decode()}}, refresh=True)
+    es_client.indices.delete(index=registry_name(index))  # as template 4 left it
+    with pytest.raises(EsIndexError, match=f"zhdedup es install --index {index}"):
+        install(es_client, index, KEYS.layout, replace=False)
+    report = install(es_client, index, KEYS.layout, fill=lambda name: fill(name, KEYS))
+    assert "key registry filled" in report["index_action"]
+    install(es_client, index, KEYS.layout, replace=False)  # accepted now
+    registry = Registry(index, KEYS, RULE, RetryPolicy(0), EsStats(Stats()))
+    found = drive(es_client, registry.near([fingerprinter.features(fingerprinter.clean(text=near_repost(texts[2])))]))
+    assert found[0] is not None and found[0].doc_id == "o"
+    doc = es_client.get(index=registry_name(index), id=key_ids(KEYS, features)[0])["_source"]
+    assert doc[OWNERS][0][0] == "h0"
