@@ -17,7 +17,7 @@ counts against the manifest, before and after ``zhdedup es reconcile``:
 * lost: a page neither delivered to a feed nor dropped as a repeat, an article none of whose pages is in
   the index, or (annotate mode) a page delivered but not in the index;
 * dangling: a stored repeat of a document the index does not hold, or a dropped one of a page neither
-  stored nor delivered: the repeat of nothing.
+  stored nor delivered (followed through pages dropped themselves: "chained"): the repeat of nothing.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class Tally:
     false_merges: list[dict[str, str]] = field(default_factory=list)  # {"page", "with"}
     lost: list[str] = field(default_factory=list)
     dangling: list[dict[str, str]] = field(default_factory=list)  # {"page", "dup_of"}
+    chained: list[dict[str, str]] = field(default_factory=list)  # dropped as the repeat of a page dropped itself
     statuses: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -95,7 +96,13 @@ def tally(manifest: dict[str, Any], stored: dict[str, dict[str, Any]], delivered
     for url, dup_of in dropped.items():
         if group[path_of(dup_of)] != group[path_of(url)]:
             out.false_merges.append({"page": path_of(url), "with": path_of(dup_of)})
-        if dup_of not in stored and dup_of not in delivered:  # in drop mode the feed is what a repeat points to
+        if dup_of in dropped:  # a repeat of a page dropped itself: followed to what that one repeats
+            out.chained.append({"page": path_of(url), "dup_of": path_of(dup_of)})
+        head, seen = dup_of, {url}
+        while head in dropped and head not in seen:
+            seen.add(head)
+            head = dropped[head]
+        if head not in stored and head not in delivered:  # in drop mode the feed is what a repeat points to
             out.dangling.append({"page": path_of(url), "dup_of": path_of(dup_of)})
     unjudged = set(group) - {path_of(u) for u in [*delivered, *dropped]}
     unstored = {path_of(u) for u in delivered if u not in stored} if mode == "annotate" else set()
@@ -185,9 +192,15 @@ def zhdedup_es(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def drop_index(es_url: str, index: str) -> None:
-    from examples.run_example import drop_es_index
+    """Remove the index, those named after it (``<index>-*``) and its ``zhdedup-<index>`` template."""
+    from elasticsearch import Elasticsearch
 
-    drop_es_index(es_url.split(",")[0], index)
+    from es_plugin.index.template import template_name
+
+    with Elasticsearch(es_url.split(","), request_timeout=30) as client:
+        for name in client.indices.get(index=f"{index},{index}-*", expand_wildcards="all", ignore_unavailable=True):
+            client.indices.delete(index=name)
+        client.options(ignore_status=404).indices.delete_index_template(name=template_name(index))
 
 
 # --- the recipe -------------------------------------------------------------------------------------
@@ -231,7 +244,7 @@ def summary(result: dict[str, Any]) -> str:
         t = result[when]
         lines.append(f"  {when.replace('_', ' ')}: {len(t['missed'])} of {t['repeats']} repeats missed, "
                      f"{len(t['false_merges'])} false merges, {len(t['lost'])} pages lost, "
-                     f"{len(t['dangling'])} repeats of a document not in the index")
+                     f"{len(t['dangling'])} repeats of nothing, {len(t['chained'])} of a page dropped itself")
     return "\n".join(lines)
 
 

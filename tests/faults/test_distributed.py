@@ -40,11 +40,12 @@ from tests.support.distributed import (
     assert_reconciled,
     assert_sound,
     crawl,
+    first_document,
     ingest,
     kill_one_at_random,
 )
 from tests.support.es_cluster import Cluster
-from tests.support.es_runs import doc_count, request_json, wait_for, zhdedup
+from tests.support.es_runs import request_json, wait_for, zhdedup
 from tests.support.helpers import serving
 
 pytestmark = [pytest.mark.fault, pytest.mark.es, pytest.mark.redis]
@@ -78,9 +79,12 @@ def fresh_index(es_url: str, request: pytest.FixtureRequest) -> str:
 
 
 def drop_index(url: str, name: str) -> None:
-    for path in (name, f"_index_template/zhdedup-{name}"):
-        with contextlib.suppress(OSError):
-            request_json("DELETE", f"{url.split(',')[0]}/{path}")
+    """The index, the indices named after it (``<name>-*``: a key registry) and its template."""
+    base = url.split(",")[0]
+    with contextlib.suppress(OSError):
+        names = list(request_json("GET", f"{base}/{name},{name}-*?expand_wildcards=all&ignore_unavailable=true"))
+        for path in (*names, f"_index_template/zhdedup-{name}"):
+            request_json("DELETE", f"{base}/{path}")
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +189,7 @@ def test_a_cluster_node_killed_under_four_crawlers_loses_nothing(
     node, delay = rng.randint(1, 3), rng.uniform(0, 3)
 
     def kill_node(procs: list[subprocess.Popen[bytes]]) -> None:
-        wait_for(lambda: doc_count(cluster.urls[node - 1], index) > 0, procs[0], "a first document in the index")
+        wait_for(lambda: first_document(cluster.urls[node - 1], index), procs[0], "a first document in the index")
         time.sleep(delay)
         cluster.kill(node)
 
