@@ -215,8 +215,8 @@ def node(url: str) -> dict[str, Any]:
 
 
 def fresh_index(client: Elasticsearch, index: str) -> None:
-    """Delete ``index`` and the template ``es install`` made for it, if there."""
-    client.options(ignore_status=404).indices.delete(index=index)
+    """Delete ``index``, its key registry and the template ``es install`` made for it, if there."""
+    client.options(ignore_status=404).indices.delete(index=[index, f"{index}-keys"], ignore_unavailable=True)
     client.options(ignore_status=404).indices.delete_index_template(name=f"zhdedup-{index}")
 
 

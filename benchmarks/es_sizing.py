@@ -13,11 +13,11 @@ Three benchmarks, each its own results file; node CPU is read from ``_nodes/stat
   template, taking turns ``--repeat`` times;
 * ``es_shards``: ``es_lookup``'s index of ``--docs`` documents (real articles and sentence mixtures,
   the keys collide as real ones do) loaded once on one shard and force-merged, then split (``_split``:
-  hard links, no reload) into 3 and 6 shards, each force-merged to one segment per shard; the reposts of
-  the real articles looked up as ``EsLookups`` does (realtime ``mget`` of the hash and the near search,
-  together): latency one document at a time, and node CPU per document in batches of ``--batch``, the
-  three indices taking turns ``--repeat`` times.  Loading 1M documents takes ~3 min here; splitting
-  instead of loading three times saves ~6.
+  hard links, no reload) into 3 and 6 shards, each force-merged to one segment per shard, its key
+  registry split the same; the reposts of the real articles looked up as ``EsLookups`` does (realtime
+  ``mget`` of the hash and the registry's two ``mget``, together): latency one document at a time,
+  and node CPU per document in batches of ``--batch``, the three indices taking turns ``--repeat``
+  times.  Loading 1M documents takes ~3 min here; splitting instead of loading three times saves ~6.
 
     python -m benchmarks es_disk --url URL [--docs 20000]
     python -m benchmarks es_ingest_cpu --url URL [--docs 3000] [--repeat 3] [--workers 2]
@@ -43,7 +43,7 @@ from benchmarks.common import fresh_index, run_cli
 from benchmarks.es_lookup import load, percentile, real_articles, reposts, sentence_pool
 from benchmarks.runner import Benchmark, Result, positive
 from corpora.corpus import scan_file
-from es_plugin.index.template import install
+from es_plugin.index.template import install, registry_name
 from es_plugin.operations import adrive
 from es_plugin.store.lookups import EsLookups, query_features
 from es_plugin.store.retry import RetryPolicy
@@ -206,10 +206,11 @@ def shards(args: argparse.Namespace, client: Elasticsearch) -> tuple[dict[str, A
         seconds = load(client, source, BandLayout.from_config(dedup), args.docs - len(real), real, sentence_pool(fingerprinter),
                        dedup.max_chars, seed=1, merge=True)
         print(f"# loaded {args.docs:,} documents in {seconds:.0f} s", file=sys.stderr, flush=True)
-        client.indices.put_settings(index=source, settings={"index.blocks.write": True})
+        client.indices.put_settings(index=[source, registry_name(source)], settings={"index.blocks.write": True})
         for n, index in indices.items():
             if index != source:
                 split(client, source, index, n)
+                split(client, registry_name(source), registry_name(index), n)  # the registry has as many
     rows: dict[int, list[dict[str, float]]] = {n: [] for n in counts}
     for _ in range(args.repeat):
         for n, index in indices.items():

@@ -3,16 +3,17 @@
 The labelled accuracy set (``corpora.corpus.build_accuracy_set``: originals, 0–3 edited reposts each,
 look-alike pairs) is dealt round-robin to 1, 2 and 4 writer processes, which start together and each
 ``es ingest`` their share in the global order (annotate mode, so every document lands in the index with
-its verdict; one worker process each).  A repost whose original went to another writer is found
-only if that writer's bulk was flushed and refreshed in time; otherwise both are stored as unique, which
-``es_plugin.commands.reconcile`` repairs afterwards.
+its verdict; one worker process each).  A repost whose original went to another writer is found once
+that writer claimed its keys in the registry (registry.py), which it does before its verdict is
+returned; what is missed is two texts in flight at once whose claims crossed (the later-stamped one
+claimed first), stored as unique, which ``es_plugin.commands.reconcile`` repairs afterwards.
 
 Counted against the ground truth groups (a group of n documents holds n - 1 repeats, whichever came
 first): ``missed`` = repeats stored as unique (unique documents per group beyond the first); ``split`` =
 extra clusters per group; ``false merges`` = clusters that mix groups.  One writer is the baseline:
 what the engine itself misses.
 
-    python -m benchmarks es_writers --url "$(bash scripts/es-node.sh url)" [--n-base 600] [--writers 1,2,4]
+    python -m benchmarks es_writers --url "$(bash scripts/es-node.sh url)" [--n-base 600] [--writers 1,2,4,8]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from benchmarks.runner import Benchmark, Result, positive
 from corpora.corpus import Record, build_accuracy_set
 from es_plugin.commands.ingest import ingest
 from es_plugin.commands.reconcile import reconcile
-from es_plugin.index.template import install, template_name
+from es_plugin.index.template import install, registry_name, template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> Result:
     rows: list[dict[str, Any]] = []
     for n in (int(w) for w in args.writers.split(",")):
         index = f"bench-writers-{n}"
-        client.options(ignore_status=404).indices.delete(index=index)
+        client.options(ignore_status=404).indices.delete(index=[index, registry_name(index)], ignore_unavailable=True)
         install(client, index, BandLayout.from_config(DEDUP))
         barrier, out = ctx.Barrier(n), ctx.Queue()
         shares = [[(r.id, r.text) for r in records[i::n]] for i in range(n)]
@@ -137,12 +138,14 @@ def run(args: argparse.Namespace) -> Result:
                      "after": after, "reconcile": result, "reconcile_s": reconcile_s})
         print(f"# writers={n}: before {before} after {after} reconcile {result}", file=sys.stderr)
         if not args.keep:
-            client.indices.delete(index=index)
+            client.indices.delete(index=[index, registry_name(index)], ignore_unavailable=True)
             client.options(ignore_status=404).indices.delete_index_template(name=template_name(index))
     table = common.table(
         ["writers", "items/s (all writers)", "missed before", "missed after reconcile", "split before", "split after",
          "false merges before", "after", "pairs marked", "reconcile s"],
-        [[r["writers"], round(r["items_s"]), r["before"]["missed"], r["after"]["missed"], r["before"]["split"],
+        [[r["writers"], round(r["items_s"]),
+          f"{r['before']['missed']} ({r['before']['missed'] / max(1, r['before']['repeats']):.1%})",
+          r["after"]["missed"], r["before"]["split"],
           r["after"]["split"], r["before"]["false_merges"], r["after"]["false_merges"], r["reconcile"]["marked"],
           f"{r['reconcile_s']:.1f}"] for r in rows])
     head = (f"{len(records)} documents, {rows[0]['before']['repeats']} repeats; bulk size {args.bulk_size}, "

@@ -72,22 +72,30 @@ class Access:
     index: str
     needs: Needs
 
+    @property
+    def names(self) -> list[str]:
+        """The index and its key registry (store/registry.py): every command needs the same on both."""
+        return [self.index, f"{self.index}-keys"]
+
     def request(self) -> dict[str, Any]:
         """The body of ``_has_privileges``."""
         cluster, index = self.needs.asked()
-        return {"cluster": cluster, "index": [{"names": [self.index], "privileges": index}]}
+        return {"cluster": cluster, "index": [{"names": self.names, "privileges": index}]}
 
     def check(self, answer: Mapping[str, Any]) -> Steps:
         """Steps: raise :class:`MissingPrivilegeError` naming what ``answer`` (of ``_has_privileges``) lacks
         for this command; the index is looked at only for a need that depends on it, once the others are met."""
-        held = {**answer.get("cluster", {}), **answer.get("index", {}).get(self.index, {})}
+        on = [answer.get("index", {}).get(name, {}) for name in self.names]
+        held = {**answer.get("cluster", {}), **{p: all(h.get(p, False) for h in on) for p in on[0]}}
+        where = self.names[1] if all(on[0].values()) else self.index  # the registry, when only it lacks them
         cluster, index = self.needs.asked()
         missing = [p for p in [*cluster, *index] if not held.get(p, False)]
         creating = [p for p in missing if p == CREATE_INDEX or (p == TEMPLATES and p not in self.needs.cluster)]
         mapping = [p for p in missing if p == MANAGE]
         user = str(answer.get("username", "?"))
         if len(creating) + len(mapping) < len(missing):
-            raise MissingPrivilegeError(self.message(user, [p for p in missing if p not in creating + mapping]))
+            raise MissingPrivilegeError(self.message(user, [p for p in missing if p not in creating + mapping],
+                                                     where=where))
         if creating and not (yield lambda c: c.indices.exists(index=self.index)):
             raise MissingPrivilegeError(self.message(user, creating, f"to create index {self.index!r}, which does "
                                                                      f"not exist yet"))
@@ -104,12 +112,14 @@ class Access:
             return True  # the command says itself that there is no such index
         return all("zhdedup" in entry.get("mappings", {}).get("_meta", {}) for entry in response.body.values())
 
-    def message(self, user: str, missing: list[str], why: str = "") -> str:
+    def message(self, user: str, missing: list[str], why: str = "", where: str | None = None) -> str:
+        """``where``: the index named (default: the command's; its key registry when only that lacks them)."""
+        where = where or self.index
         cluster = [p for p in missing if p in self.needs.asked()[0]]
         index = [p for p in missing if p not in cluster]
         parts = []
         if index:
-            parts.append(f"the index privilege{'s' if len(index) > 1 else ''} {_names(index)} on {self.index!r}")
+            parts.append(f"the index privilege{'s' if len(index) > 1 else ''} {_names(index)} on {where!r}")
         if cluster:
             parts.append(f"the cluster privilege{'s' if len(cluster) > 1 else ''} {_names(cluster)}")
         return (f"user {user!r} lacks {' and '.join(parts)}, which {self.needs.doing} needs{' ' + why if why else ''}; "

@@ -56,8 +56,9 @@ from scrapy_zhdedup.workers import PreparePool
 from ..errors import EsIndexError, WritesRejectedError
 from ..index.chinese import segment
 from ..index.document import FIELD, STATUS, WHOLE, Stored, dedup_properties
-from ..index.template import ensure_layout, read_meta, template_body
+from ..index.template import claim_originals, ensure_layout, read_meta, template_body
 from ..operations import drive
+from ..store.registry import fill
 from ..store.writer import Action, BulkWriter, describe
 from .checkpoint import Checkpoint
 from .pointintime import PointInTime
@@ -168,6 +169,7 @@ def dedup_index(client: Elasticsearch, index: str, dedup_cfg: DedupConfig, *, te
         counts = run.judge_rest(reader, batch_size, pool, progress)
     if not dry_run:
         client.indices.refresh(index=index)
+        claim_originals(client, index, lambda name: fill(name, CandidateKeys.from_config(dedup_cfg)))  # for writers
     seconds = time.perf_counter() - started
     judged = counts["unique"] + counts["exact"] + counts["near"]
     skipped = state.progress["skipped"]

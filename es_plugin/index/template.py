@@ -243,6 +243,19 @@ def _upgrade(index: str, shards: int, fill: Fill | None) -> Steps:
     return True
 
 
+def _claimed(index: str, fill: Fill) -> Steps:
+    yield from _create_registry(index, 1, filled=False)
+    yield from fill(index)
+    yield lambda c: c.indices.put_mapping(index=registry_name(index), meta=_registry_meta(True))
+    return None
+
+
+def claim_originals(client: Elasticsearch, index: str, fill: Fill) -> None:
+    """The index's originals' keys claimed in its registry, made if missing (``dedup-index``, which judges
+    an index's documents in memory and writes their verdicts in place)."""
+    drive(client, _claimed(index, fill))
+
+
 def _user_properties(template: dict[str, Any]) -> dict[str, Any]:
     props = template.get("template", {}).get("mappings", {}).get("properties", {})
     return {name: spec for name, spec in props.items() if name != FIELD}

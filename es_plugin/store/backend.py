@@ -6,14 +6,14 @@ it to the parts that own the rest, each given the objects it works with:
 
 * judging.py, the coordinator: the batching window (groupcommit.py), the order batches decide in,
   the lookups (lookups.py) and the answers each judgement sees; it returns the verdicts;
-* writes.py: what a verdict writes; buffer.py: the documents from their verdict until searches can
-  see them, kept on disk meanwhile (journal.py);
+* writes.py: what a verdict writes; buffer.py: the documents from their verdict until they are
+  written and their keys claimed (registry.py), kept on disk meanwhile (journal.py);
 * batchwriter.py: a sealed batch written by the one bulk path (writer.py, retry.py), failures to the
   dead-letter file (deadletter.py), 409s resolved.
 
 First copies are written with ``op_type=create`` under their hash, so two writers storing the same
-text race on one ``_id`` and the loser gets a 409: that is how exact repeats are caught across
-processes even inside the window where neither has flushed.
+text race on one ``_id`` and the loser gets a 409, which makes its document an exact repeat before its
+verdict is returned; near repeats across writers are ordered by the key registry (registry.py).
 
 Failures: transient errors are retried by the one policy (retry.py).  Documents ES rejects for good go to
 a dead-letter JSONL file with the reason (deadletter.py; ``zhdedup es replay`` stores them later); an
@@ -70,7 +70,7 @@ T = TypeVar("T")
 
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
-MAX_LOOKUP_BATCH = 200  # items judged with one mget and one _msearch by the pipeline
+MAX_LOOKUP_BATCH = 200  # items judged with one exact and one near lookup by the pipeline
 
 IndexJob = tuple[str, str | None, str | bytes | None, bool]  # doc_id, text, html, whether to segment it for search
 Indexable = tuple[Prepared, str | None]  # the document prepared, and its words for search (chinese.segment)
@@ -235,7 +235,7 @@ class ElasticsearchBackend:
         return await (await self._start()).judge((prepared, document, words))
 
     async def judge_many(self, entries: Sequence[Entry]) -> list[Verdict | Exception]:
-        """Judge prepared documents in order with one ``mget`` and one ``_msearch`` for all of them
+        """Judge prepared documents in order with one exact and one near lookup for all of them
         (judging.py): the verdicts are those of judging them one at a time in this order."""
         self._check_open()
         return await (await self._start()).judge_many(entries)

@@ -69,10 +69,16 @@ class BatchWriter:
     async def refresh(self) -> None:
         """Make what was written visible to searches: a bulk with ``refresh`` (which the ``write``
         privilege allows, unlike the refresh API), holding only the delete of a document never there."""
-        if self.refreshed:  # not counted: no document of the crawl's
-            uncounted = BulkWriter(self.writer.index, self.writer.policy)
-            await adrive(self.client, uncounted.write([Action("delete", REFRESH_ID)], refresh=True))
+        if not self.refreshed:
+            return
+        operations = Action("delete", REFRESH_ID).operations(self.writer.index)
+        try:
+            await adrive(self.client, self.writer.policy.call(
+                lambda c: c.bulk(operations=operations, refresh=True), self.stats))
             self.refreshed = 0.0
+        except (TransportError, ApiError) as exc:  # the documents are stored: only searches wait for them
+            logger.warning("zhdedup: could not make the documents written to %s searchable yet (%s); the index's "
+                           "next refresh will", self.writer.index, exc)
 
     async def write(self, batch: PendingBatch) -> list[Action]:
         """One sealed batch, in up to ``BULK_PARTS`` requests at once: a node indexes one bulk request of

@@ -2,7 +2,7 @@
 
 The Scrapy pipeline hands the backend one item at a time, but up to ``CONCURRENT_ITEMS`` of them are
 in flight at once.  :class:`LookupWindow` judges what it collected as one batch: one ``mget`` and one
-``_msearch`` instead of two requests per item.  Within a batch, items are judged in the order they
+near lookup instead of two per item.  Within a batch, items are judged in the order they
 arrived.  Like a database's group commit: when no batch is being looked up, an item goes at once (with
 whatever arrived in the same event-loop turn), so a lone item never waits; while one is, arrivals
 gather until it returns, but at most ``window`` seconds (or until ``limit`` are waiting).

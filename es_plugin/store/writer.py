@@ -80,7 +80,7 @@ class BulkWriter:
                 outcome = next(iter(item.values()))
                 status = outcome["status"]
                 if status < 300 or (status == 404 and action.op == "delete"):  # a document already gone is deleted
-                    self.stats.inc("indexed")
+                    self.stats.inc("indexed", int(status < 300))  # (and not counted)
                 elif status == 409 and (action.op == "create" or action.seq is not None):
                     result.conflicts.append(action)
                 elif retryable(outcome):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from elasticsearch import Elasticsearch
 
+from es_plugin.commands.dedup_index import dedup_index
 from es_plugin.commands.reconcile import reconcile
 from es_plugin.errors import EsIndexError
 from es_plugin.index.template import install, registry_name
@@ -133,3 +134,16 @@ def test_an_index_without_a_registry_is_refused_then_upgraded_by_install(
     assert found[0] is not None and found[0].doc_id == "o"
     doc = es_client.get(index=registry_name(index), id=key_ids(KEYS, features)[0])["_source"]
     assert doc[OWNERS][0][0] == "h0"
+
+
+async def test_an_index_deduplicated_in_place_is_found_by_later_writers(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, texts: list[str]) -> None:
+    """``es dedup-index`` judges an index in memory and writes the verdicts in place, then claims its
+    originals' keys: a crawl writing to it afterwards finds them."""
+    es_client.index(index=index, id="p0", document={"text": texts[3]}, refresh=True)
+    dedup_index(es_client, index, DEDUP, workers=1)
+    b = backend(es_url, index, tmp_path)
+    try:
+        assert (await judge(b, "later", near_repost(texts[3])))[:2] == ("near", "p0")
+    finally:
+        await b.close()

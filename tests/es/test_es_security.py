@@ -35,6 +35,9 @@ README = ROOT / "README.md"
 USER = "zhdedup-user"
 CRAWLER = "zhdedup-crawler"  # what a crawl of an installed index needs (README's table)
 CRAWLER_ROLE = {"indices": [{"names": ["zhdedup-*"], "privileges": ["read", "write", "view_index_metadata"]}]}
+NO_REGISTRY = "zhdedup-no-registry"  # the README's index privileges on the test indices, not on their key registries
+NO_REGISTRY_ROLE = {"indices": [{"names": ["/zhdedup-sec-[0-9a-f]{10}/"],
+                                 "privileges": ["read", "write", "view_index_metadata", "maintenance"]}]}
 TIMEOUT = 300
 
 
@@ -73,8 +76,10 @@ def node() -> Iterator[SecureNode]:
 @pytest.fixture(scope="module")
 def passwords(node: SecureNode) -> dict[str, str]:
     """The README's role and a user holding it; one user per privilege holding the role without it."""
-    roles = {"zhdedup": ROLE, CRAWLER: CRAWLER_ROLE, **{f"zhdedup-no-{p}": without(ROLE, p) for p in PRIVILEGES}}
-    users = {USER: ["zhdedup"], CRAWLER: [CRAWLER], **{f"zhdedup-no-{p}": [f"zhdedup-no-{p}"] for p in PRIVILEGES}}
+    roles = {"zhdedup": ROLE, CRAWLER: CRAWLER_ROLE, NO_REGISTRY: NO_REGISTRY_ROLE,
+             **{f"zhdedup-no-{p}": without(ROLE, p) for p in PRIVILEGES}}
+    users = {USER: ["zhdedup"], CRAWLER: [CRAWLER], NO_REGISTRY: [NO_REGISTRY],
+             **{f"zhdedup-no-{p}": [f"zhdedup-no-{p}"] for p in PRIVILEGES}}
     return node.realm(roles, users)
 
 
@@ -241,6 +246,19 @@ def test_a_missing_privilege_stops_the_command_at_its_start_in_one_line_naming_i
     assert count(node, news) == before  # stopped before anything was written
     if privilege == "create_index":
         assert count(node, command[3]) == 0 and "does not exist yet" in message
+
+
+def test_the_key_registry_needs_the_same_privileges_as_its_index(node: SecureNode, passwords: dict[str, str],
+                                                                  corpus: Path, news: str, tmp_path: Path) -> None:
+    """A role naming the index but not ``<index>-keys`` (store/registry.py) is refused at the start, in one
+    line, before anything is written."""
+    before = count(node, news)
+    proc = run(node, NO_REGISTRY, passwords[NO_REGISTRY], "ingest", corpus, "--index", news,
+               "--checkpoint-dir", tmp_path / "ck", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert (f"user '{NO_REGISTRY}' lacks the index privileges 'read', 'view_index_metadata', 'write' and "
+            f"'maintenance' on '{news}-keys'") in proc.stderr, proc.stderr
+    assert count(node, news) == before
 
 
 def test_manage_is_needed_only_to_add_the_zhdedup_fields_to_an_index(node: SecureNode, passwords: dict[str, str],
