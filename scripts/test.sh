@@ -9,8 +9,8 @@
 # running. The tests that need more
 # than the shared node start what they need themselves, once, and stop it after their module (the
 # 3-node cluster of scripts/es-cluster.sh for -m cluster, the node with security and TLS of
-# scripts/es-secure.sh for -m security); they run on Elasticsearch 9 only, and what an interrupted
-# run left behind is stopped here too.
+# scripts/es-secure.sh for -m security, the redis-server of scripts/redis.sh for the distributed crawl);
+# they run on Elasticsearch 9 only, and what an interrupted run left behind is stopped here too.
 # Extra arguments go to pytest, in both runs.
 #
 #   ZHDEDUP_TEST_ES_URL=URL  run once, against your own server at URL (no node is started)
@@ -18,7 +18,7 @@
 #                            ZHDEDUP_ES_VERSION names; "" for none)
 #   ZHDEDUP_ES_PORT          port of the 9.x node; ZHDEDUP_ES8_PORT that of the 8.x node
 #                            (default for all: derived from the checkout and the flavour, see scripts/es-node.sh)
-# shellcheck disable=SC2317  # es9, flavour, cluster, secure and stop_started are called indirectly
+# shellcheck disable=SC2317  # es9, flavour, cluster, secure, redis and stop_started are called indirectly
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -26,6 +26,7 @@ cd "$root"
 es9() { bash scripts/es-node.sh "$@"; }
 cluster() { bash scripts/es-cluster.sh "$@"; }
 secure() { bash scripts/es-secure.sh "$@"; }
+redis() { bash scripts/redis.sh "$@"; }
 # The node of one flavour (es-node.sh's ZHDEDUP_ES_VERSION) : flavour VERSION COMMAND.
 flavour() {
   local version=$1 port=
@@ -65,7 +66,7 @@ run_flavour() {
   VENV=$root/$venv bash scripts/bootstrap.sh "$extras" ${requirement:+"$requirement"}
   flavour "$version" status >/dev/null 2>&1 && was_running=1
   flavour "$version" start >/dev/null
-  ZHDEDUP_TEST_ES_URL=$(flavour "$version" url) "$venv/bin/python" -m pytest -m "es and not cluster and not security" \
+  ZHDEDUP_TEST_ES_URL=$(flavour "$version" url) "$venv/bin/python" -m pytest -m "es and not fault and not cluster and not security" \
     "$@" || frc=$?
   [ "$was_running" = 1 ] || flavour "$version" stop || true
   # Exit 5 here means the arguments selected no Elasticsearch test (the 9.x run above guards against an
@@ -102,6 +103,7 @@ fi
 rc=0
 claim_node cluster # started by the tests that need them; stopped here if a killed run left them running
 claim_node secure
+claim_node redis # the distributed-crawl tests' queue (scripts/redis.sh), started and stopped by them
 claim_node es9
 es9 start >/dev/null
 ZHDEDUP_TEST_ES_URL=$(es9 url) run_pytest .venv/bin/python "$@" || rc=$?

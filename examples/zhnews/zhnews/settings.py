@@ -29,6 +29,8 @@ FEED_EXPORT_ENCODING = "utf-8"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
 ITEM_PIPELINES = {"scrapy_zhdedup.pipelines.ZhDedupPipeline": 300}
+# The shared queue of ``scrapy crawl news_redis`` (several processes, one scrapy-redis queue).
+REDIS_URL = _env("REDIS_URL", "redis://127.0.0.1:6379/0")
 
 # --- scrapy-zhdedup: the pipeline (PipelineConfig) -------------------------------------------
 ZHDEDUP_ENABLED = _env("ZHDEDUP_ENABLED", True)  # False: the pipeline is not loaded at all

@@ -16,15 +16,8 @@ ARTICLE_PATH = re.compile(r"^/[a-z]+/(news|print|big5)/\d+\.html$")
 LIST_PATH = re.compile(r"^/[a-z]+/index\.html$")
 
 
-class NewsSpider(scrapy.Spider):
-    name = "news"
-
-    def __init__(self, start_url: str | None = None, **kwargs: object) -> None:
-        super().__init__(**kwargs)
-        self.start_url = start_url or os.environ.get("ZHNEWS_START_URL", "http://127.0.0.1:8765/")
-
-    async def start(self) -> AsyncIterator[scrapy.Request]:
-        yield scrapy.Request(self.start_url, callback=self.parse_index)
+class NewsPages:
+    """How the site's pages are read: shared by ``news`` and ``news_redis`` (spiders/news_redis.py)."""
 
     def parse_index(self, response: Response) -> Iterator[scrapy.Request]:
         """The portal page links one list page per site."""
@@ -46,3 +39,14 @@ class NewsSpider(scrapy.Spider):
             site=urlsplit(response.url).path.strip("/").split("/")[0],
             html=response.text,  # decoded by Scrapy from the header, <meta> charset or the bytes
         )
+
+
+class NewsSpider(NewsPages, scrapy.Spider):
+    name = "news"
+
+    def __init__(self, start_url: str | None = None, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.start_url = start_url or os.environ.get("ZHNEWS_START_URL", "http://127.0.0.1:8765/")
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        yield scrapy.Request(self.start_url, callback=self.parse_index)
