@@ -6,9 +6,10 @@ The site is the example's, published 12 times (examples/site/generate.py --round
 repeats), its manifest the ground truth; examples/run_distributed.py's tally counts against it.
 
 * Before ``es reconcile``: what several writers miss beyond what one writer alone misses (a module
-  fixture runs it) must stay within 1 % of the repeats one writer finds.  That bound holds with issue
-  38's key registry (branch i38a); on a backend whose near lookup is a search it fails (writers cannot
-  see each other's unflushed documents): the last assertion of each test, after everything else.
+  fixture runs it) must stay within 5 % of the repeats one writer finds (support/distributed.py's
+  ``MISSED_SHARE`` says what was measured).  That bound holds with the key registry; on a backend whose
+  near lookup is a search it fails (writers cannot see each other's unflushed documents): the last
+  assertion of each test, after everything else.
 * After ``es reconcile``: no repeat left unique that one writer judging the stored documents in the same
   order finds (``zhdedup scan`` of them in reconcile's order).
 * Everywhere: 0 false merges (against the manifest, by ``dup_of`` and by cluster), 0 pages lost (every
