@@ -205,13 +205,17 @@ def in_child(fn: Callable[..., Any], *args: Any) -> Any:
 
 def node(url: str) -> dict[str, Any]:
     """The node's versions and heaps, saved with the machine (the figures depend on them)."""
-    from elasticsearch import Elasticsearch
+    from es_plugin.client import make_client  # whichever flavour the node is (es_plugin/flavour.py)
+    from scrapy_zhdedup.config import EsConfig
 
-    with Elasticsearch(url, request_timeout=60) as client:
+    client = make_client(EsConfig(es_url=url, es_timeout=60))
+    try:
         return {"url": url,
                 "versions": [n["version"] for n in client.nodes.info(metric="process")["nodes"].values()],
                 "heap_max_bytes": [n["jvm"]["mem"]["heap_max_in_bytes"]
                                    for n in client.nodes.stats(metric="jvm")["nodes"].values()]}
+    finally:
+        client.close()
 
 
 def fresh_index(client: Elasticsearch, index: str) -> None:
