@@ -138,9 +138,10 @@ def detect(timeout: float) -> Steps:
 
     ``GET /`` tells product and version on Elasticsearch 7.x and OpenSearch; the minimal distributions of
     Elasticsearch 8 and 9 answer it 405 (no rest-root module), and then ``GET _nodes/_local`` tells the
-    version.  A user without the ``monitor`` privilege may read neither: an ``X-Elastic-Product`` header
-    (Elasticsearch 7.14+) then says Elasticsearch, of a version left unknown.  A request that fails is raised
-    as elasticsearch-py raises it (ApiError, ConnectionError)."""
+    version.  A user without the ``monitor`` privilege may read neither (the README's least-privilege
+    role): the 403 of Elasticsearch's security layer carries no product header, so a 403 is taken as
+    Elasticsearch, of a version left unknown.  A request that fails is raised as elasticsearch-py raises
+    it (ApiError, ConnectionError)."""
     root = yield lambda c: _get(c, "/", timeout)
     body = root.body if isinstance(root.body, Mapping) else {}
     if root.meta.status < 300 and isinstance(body.get("version"), Mapping):
@@ -152,15 +153,19 @@ def detect(timeout: float) -> Steps:
         if nodes.meta.status < 300 and isinstance(nodes.body, Mapping) and nodes.body.get("nodes"):
             return Server(ELASTICSEARCH, _numbers(next(iter(nodes.body["nodes"].values()))["version"]))
         root = nodes
-    if root.meta.status == 403 and root.meta.headers.get("x-elastic-product") == ELASTICSEARCH:
+    if root.meta.status == 403:  # no ``monitor``: Elasticsearch's security answers without the product header
         return Server(ELASTICSEARCH, ())
     raise HTTP_EXCEPTIONS.get(root.meta.status, ApiError)(message=_reason(root.body), meta=root.meta, body=root.body)
 
 
 def _get(client: Elasticsearch | AsyncElasticsearch, path: str, timeout: float) -> Any:
     """``GET path`` on the transport: every answer returned, whatever its status (an awaitable of it on the
-    async client)."""
-    return client.transport.perform_request("GET", path, headers={"accept": "application/json"},
+    async client).  The transport sends none of the client's headers, so its credentials go along here."""
+    headers = {"accept": "application/json"}
+    auth = client._headers.get("authorization")  # set by the client from basic_auth / api_key
+    if auth:
+        headers["authorization"] = auth
+    return client.transport.perform_request("GET", path, headers=headers,
                                             request_timeout=timeout,
                                             max_retries=len(client.transport.node_pool.all()) - 1)
 

@@ -211,7 +211,7 @@ def _create_registry(index: str, shards: int, filled: bool) -> Steps:
     try:
         yield lambda c: c.indices.create(index=registry_name(index), settings={"index": {
             "number_of_shards": shards, "auto_expand_replicas": "0-1", "refresh_interval": "-1"}},
-            mappings={"enabled": False, "_meta": _registry_meta(filled)})
+            mappings={"dynamic": False, "_meta": _registry_meta(filled)})
     except BadRequestError as exc:
         if exc.error != "resource_already_exists_exception":  # another writer may create it first
             raise

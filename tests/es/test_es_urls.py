@@ -29,6 +29,6 @@ def test_a_dead_url_before_a_live_one_costs_nothing(es_url: str, index: str, tmp
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "30 judged" in proc.stdout and not (tmp_path / "dead.jsonl").exists()
     assert "Traceback" not in proc.stderr and "Retrying request" not in proc.stderr, proc.stderr[-3000:]
-    assert f"zhdedup: Elasticsearch node {dead} failed a request" in proc.stderr
+    assert f"zhdedup: warning: Elasticsearch node {dead} failed a request" in proc.stderr
     code = main(["es", "status", "--index", index, "--url", f"{dead},{es_url}", "--json"])
     assert code == 0
