@@ -145,8 +145,10 @@ class RetryPolicy:
     def call(self, call: Call, stats: EsStats, complete: Callable[[Any], bool] | None = None) -> Steps:
         """One request, retried while it fails transiently, or while ``complete`` says its answer is not
         (a search some of whose shards failed, on a node that died under it, answers without their
-        documents); the last answer is returned as it is."""
-        attempt = 0
+        documents); the last answer is returned as it is.  Such an answer says the node is there (its shards
+        are starting, or another node died): it is retried within the outage budget but opens no outage, whose
+        lines speak of a node that does not answer."""
+        attempt, partial_since = 0, None
         while True:
             sent = time.monotonic()
             try:
@@ -161,7 +163,8 @@ class RetryPolicy:
                 if complete is None or complete(response):
                     self.outage.answered(sent)
                     return response
-                if not self.retries(attempt, "HTTP 200 without the answers of some shards", sent):
+                partial_since = sent if partial_since is None else partial_since
+                if attempt >= self.max_retries and time.monotonic() - partial_since >= self.outage.budget:
                     return response
             attempt += 1
             stats.inc("retries")

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.backend_texts import texts
 from tests.support.es_node import es_client, es_url, index
 from tests.support.markers import require_marker
 
-__all__ = ["es_client", "es_url", "index"]  # the shared node's fixtures
+# the shared node's fixtures, and real articles with a repost the engine judges near
+__all__ = ["es_client", "es_url", "index", "texts"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

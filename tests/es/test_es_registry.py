@@ -24,14 +24,13 @@ from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
-from tests.es.test_es_backend import exact_repost, judge, near_repost, texts
+from tests.support.backend_texts import exact_repost, judge, near_repost
 from tests.support.helpers import Stats, backend
 
 pytestmark = pytest.mark.es
 
 DEDUP = DedupConfig()
 KEYS, RULE = CandidateKeys.from_config(DEDUP), NearRule.from_config(DEDUP)
-__all__ = ["texts"]  # the module fixture of real articles with near reposts
 
 
 async def test_writers_racing_on_one_index_judge_as_one_writer(es_url: str, index: str, tmp_path: Path,
