@@ -131,6 +131,8 @@ def site(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tup
 
 
 def count(node: SecureNode, index: str) -> int:
+    """Documents stored, all of them: refreshed first (the index refreshes on its own only once a second)."""
+    node.request("POST", f"{index}/_refresh", ok=(200, 404))
     status, answer = node.request("GET", f"{index}/_count", ok=(200, 404))
     return int(answer["count"]) if status == 200 else 0
 

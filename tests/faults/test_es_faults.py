@@ -133,7 +133,7 @@ def test_kill_9_of_the_ingest_at_random_moments_then_rerun_loses_nothing_and_say
             time.sleep(rng.uniform(0, 0.2))
             proc.kill()
             proc.wait(timeout=60)
-        assert proc.returncode == -9
+        assert proc.returncode in (-9, 0)  # 0: it had stored the rest before the kill came
     rerun = zhdedup(*args)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert not dead_lines(tmp_path / "dead.jsonl")
