@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from .config import DedupConfig
 from .errors import ConfigError, ZhDedupError
@@ -46,7 +46,6 @@ from .similarity.words import load_dictionaries
 In = TypeVar("In")
 Out = TypeVar("Out")
 Step = Callable[[Fingerprinter, In], Out]
-Job = tuple[str, str | None, str | bytes | None]  # doc_id, text, html
 Texts = bool | Literal["written"]  # the texts of a Prepared a worker sends back: both, none, or the written one
 
 # Items per message to a worker: 64, not 16, made `zhdedup scan --workers 2` of 3,000 news documents 5 %
@@ -57,6 +56,14 @@ WINDOW_PER_WORKER = 4  # chunks in flight per worker
 
 _fingerprinter: Fingerprinter | None = None  # one per worker process
 logger = logging.getLogger(__name__)
+
+
+class Job(NamedTuple):
+    """A document to prepare: its id, and its text or page (the page wins)."""
+
+    doc_id: str
+    text: str | None
+    html: str | bytes | None
 
 
 def default_workers() -> int:
@@ -75,17 +82,17 @@ def add_workers_option(parser: argparse.ArgumentParser) -> None:
 
 
 def prepare_job(fingerprinter: Fingerprinter, job: Job) -> Prepared:
-    """The step of ``zhdedup scan`` and ``es dedup-index``: ``(doc_id, text, html)`` → Prepared."""
-    doc_id, text, html = job
-    return fingerprinter.prepare(doc_id, text=text, html=html)
+    """The step of ``zhdedup scan`` and the embedded backend's workers: a :class:`Job` → Prepared."""
+    return fingerprinter.prepare(job.doc_id, text=job.text, html=job.html)
 
 
 def _travelling(result: Any, text: Texts, featurize: Featurize) -> Any:
     """Features of the documents in a worker's result computed now, so they travel back with them
     (in this process they are computed lazily: exact repeats never need them); their texts stay
     behind unless the caller uses them (most of the bytes sent back)."""
-    if isinstance(result, tuple):
-        return tuple(_travelling(value, text, featurize) for value in result)
+    if isinstance(result, tuple):  # a record of results: a NamedTuple stays one
+        values = [_travelling(value, text, featurize) for value in result]
+        return result._make(values) if hasattr(result, "_make") else tuple(values)
     if isinstance(result, Prepared):
         if text is not True:
             return result.without_text(featurize, written=text == "written")

@@ -45,7 +45,7 @@ from collections import Counter, deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
@@ -93,7 +93,9 @@ class Item:
     html: str | None = None  # judged instead of ``text`` when given (its main text, extracted)
 
 
-Prepping = tuple[Item, Indexable | Exception]  # an item and what preparing it gave (PreparePool.map)
+class Prepping(NamedTuple):
+    item: Item
+    indexable: Indexable | Exception  # what preparing it gave (PreparePool.map)
 
 
 def open_checkpoint(directory: Path, index: str, source: Path, kind: str, restart: bool) -> Checkpoint:
@@ -145,7 +147,7 @@ def prepare(pool: PreparePool[IndexJob, Indexable], items: Iterator[Item], segme
     """Each item with what preparing it gave (or the error), in order; html wins over text, as in
     ``zhdedup scan`` and the pipeline."""
     ours, theirs = itertools.tee(items)
-    return zip(ours, pool.map((item.doc_id, item.text, item.html, segments) for item in theirs))
+    return map(Prepping, ours, pool.map(IndexJob(item.doc_id, item.text, item.html, segments) for item in theirs))
 
 
 def file_identity(path: Path) -> dict[str, Any]:
@@ -289,8 +291,8 @@ async def store(backend: ElasticsearchBackend, items: AsyncIterator[Prepping], r
             since_flush = 0
 
     try:
-        async for item, indexable in items:
-            in_flight.append((item, asyncio.ensure_future(_judge(backend, item, indexable))))
+        async for prepping in items:
+            in_flight.append((prepping.item, asyncio.ensure_future(_judge(backend, prepping.item, prepping.indexable))))
             if len(in_flight) >= concurrency:
                 await settle()
         while in_flight:
@@ -316,8 +318,7 @@ async def store(backend: ElasticsearchBackend, items: AsyncIterator[Prepping], r
 async def _judge(backend: ElasticsearchBackend, item: Item, indexable: Indexable | Exception) -> Verdict:
     if isinstance(indexable, Exception):  # EmptyTextError, or a text no store can keep: a bad line
         raise indexable
-    prepared, words = indexable
-    return await backend.judge_prepared(prepared, item.document, words)
+    return await backend.judge_prepared(indexable.prepared, item.document, indexable.words)
 
 
 async def _commit(backend: ElasticsearchBackend, state: Checkpoint) -> None:
@@ -352,12 +353,12 @@ async def skip_stored(items: Iterator[Prepping], client: AsyncElasticsearch, ind
     try:
         while head := await ahead:
             ahead = asyncio.ensure_future(asyncio.to_thread(take))
-            stored = await stored_ids(client, index, [item.doc_id for item, _ in head], policy)
-            for pair in head:
-                if pair[0].doc_id in stored:
+            stored = await stored_ids(client, index, [prepping.item.doc_id for prepping in head], policy)
+            for prepping in head:
+                if prepping.item.doc_id in stored:
                     counts["already_stored"] += 1
                 else:
-                    yield pair
+                    yield prepping
     finally:  # the thread cannot be cancelled: let it finish before the pool or the input closes
         await asyncio.gather(ahead, return_exceptions=True)
 

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
@@ -47,7 +47,7 @@ from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.model import Prepared, Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
-from scrapy_zhdedup.workers import PreparePool, TurnBatcher, prepare_job, prepared_by
+from scrapy_zhdedup.workers import Job, PreparePool, TurnBatcher, prepare_job, prepared_by
 
 from ..client import acheck_reachable, make_async_client, quiet_client_logs, redact
 from ..index.chinese import SearchText, segment
@@ -72,17 +72,29 @@ ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 SETUP_TIMEOUT = 60.0  # seconds for template install and index creation at start
 MAX_LOOKUP_BATCH = 200  # items judged with one exact and one near lookup by the pipeline
 
-IndexJob = tuple[str, str | None, str | bytes | None, bool]  # doc_id, text, html, whether to segment it for search
-Indexable = tuple[Prepared, str | None]  # the document prepared, and its words for search (chinese.segment)
+
+
+class IndexJob(NamedTuple):
+    """A document to prepare for the index: a :class:`~scrapy_zhdedup.workers.Job`'s fields, and whether
+    to segment its text for search."""
+
+    doc_id: str
+    text: str | None
+    html: str | bytes | None
+    segments: bool
+
+
+class Indexable(NamedTuple):
+    prepared: Prepared
+    words: str | None  # its text segmented for search (chinese.segment), when the index is
 
 
 def prepare_for_index(fingerprinter: Fingerprinter, job: IndexJob) -> Indexable:
     """The worker processes' step (``es ingest``, the pipeline with ``ZHDEDUP_WORKERS``): the document
     prepared, and segmented for Chinese search when the index is.  Segmenting the whole text costs
     about as much as the fingerprint: there it runs on every core, not in the process that judges."""
-    doc_id, text, html, segments = job
-    prepared = prepare_job(fingerprinter, (doc_id, text, html))
-    return prepared, segment(prepared.clean) if segments else None
+    prepared = prepare_job(fingerprinter, Job(job.doc_id, job.text, job.html))
+    return Indexable(prepared, segment(prepared.clean) if job.segments else None)
 
 
 def quiet_transport(settings: Any) -> None:
@@ -217,17 +229,17 @@ class ElasticsearchBackend:
             prepared = await on_thread(self._executor, lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
             return await self.judge_prepared(prepared, document)
         # waited for on the one worker thread, so items reach the lookups in arrival order
-        job, processes = (doc_id, text, html, self.search.segments), self._turns.pool
+        job, processes = IndexJob(doc_id, text, html, self.search.segments), self._turns.pool
         future = self._turns.submit(job)
-        prepared, words = await on_thread(self._executor, lambda: prepared_by(processes, future, job))
-        return await self.judge_prepared(prepared, document, words)
+        indexable = await on_thread(self._executor, lambda: prepared_by(processes, future, job))
+        return await self.judge_prepared(indexable.prepared, document, indexable.words)
 
     async def judge_prepared(self, prepared: Prepared, document: dict[str, Any], words: str | None = None) -> Verdict:
         """:meth:`judge` of a document prepared elsewhere (``es ingest``'s worker processes), with its
         words for search when they were segmented there too (``chinese.segment``)."""
         self._check_open()
         with self.outage.holding(1):
-            return await (await self._start()).judge((prepared, document, words))
+            return await (await self._start()).judge(Entry(prepared, document, words))
 
     async def judge_many(self, entries: Sequence[Entry]) -> list[Verdict | Exception]:
         """Judge prepared documents in order with one exact and one near lookup for all of them

@@ -24,7 +24,7 @@ from collections import Counter, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from scrapy_zhdedup.errors import StoreFailedError, ZhDedupError
 from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
@@ -38,7 +38,15 @@ from .writer import Action
 # (5-15 MB) whatever the pages' size, far below the node's 100 MB limit (http.max_content_length).
 MAX_BULK_BYTES = 16 << 20
 PENDING_AGE = 1  # age rank of a buffered document: younger than anything Elasticsearch holds (rank 0)
-Pending = tuple[str, Match, Features, bool]  # content hash, match, features, whether a cluster's original
+
+
+class Pending(NamedTuple):
+    """What a written document adds to its batch's local index."""
+
+    digest: str  # its content hash
+    own: Match  # what a later text that repeats it is told
+    features: Features
+    original: bool  # unique, so a candidate for later texts
 
 
 @dataclass
@@ -58,11 +66,11 @@ class PendingBatch:
     def __post_init__(self) -> None:
         self.near = NearIndex(self.keys, self.rule)
 
-    def add(self, digest: str, own: Match, features: Features, original: bool) -> None:
-        """Index a document written in this batch (``original``: unique, so a candidate for later texts)."""
-        self.hashes[digest] = own
-        self.near.add(features, original)
-        self.rows.append(own)
+    def add(self, pending: Pending) -> None:
+        """Index a document written in this batch."""
+        self.hashes[pending.digest] = pending.own
+        self.near.add(pending.features, pending.original)
+        self.rows.append(pending.own)
 
 
 class BatchSink(Protocol):
@@ -143,8 +151,7 @@ class BulkBuffer:
     # -- filling and writing ---------------------------------------------------------------------------
 
     def enqueue(self, action: Action, pending: Pending | None = None) -> None:
-        """Add ``action`` to the open batch, and ``pending`` (its content hash, match, features and whether
-        it is a cluster's original) to that batch's local index.  An action that would take a batch with
+        """Add ``action`` to the open batch, and ``pending`` to that batch's local index.  An action that would take a batch with
         others past ``MAX_BULK_BYTES``
         starts the next one: a document too large for the node (413) is then refused alone, not with
         every document of its bulk."""
@@ -155,7 +162,7 @@ class BulkBuffer:
         if self.journal is not None:
             self.journal.record(batch.seq, action)
         if pending is not None:
-            batch.add(*pending)
+            batch.add(pending)
         batch.actions.append(action)
         batch.nbytes += size
         if len(batch.actions) >= self.bulk_size or batch.nbytes >= MAX_BULK_BYTES:

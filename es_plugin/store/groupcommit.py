@@ -16,12 +16,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from scrapy_zhdedup.model import Prepared, Verdict
 
 DEFAULT_CONCURRENCY = 64  # documents in flight in `es ingest`: 4 ran at ~0.7x the documents per second of 64
-Entry = tuple[Prepared, dict[str, Any], str | None]  # the document, its words for search if segmented already
+
+
+class Entry(NamedTuple):
+    """One document handed to the window."""
+
+    prepared: Prepared
+    document: dict[str, Any]  # the item's fields, without the page
+    words: str | None  # its text segmented for search, when that was done beforehand
+
+
 JudgeMany = Callable[[Sequence[Entry]], Awaitable[list[Verdict | Exception]]]
 
 

@@ -28,7 +28,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from elastic_transport import SerializationError, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
@@ -52,7 +52,14 @@ from .retry import reason
 from .writes import VerdictWrites
 
 T = TypeVar("T")
-Todo = tuple[int, Prepared, dict[str, Any]]  # position in the batch, the document prepared, its fields as stored
+
+
+class Todo(NamedTuple):
+    """A document of a batch that can be stored."""
+
+    position: int  # in the batch
+    prepared: Prepared
+    document: dict[str, Any]  # its fields as stored
 
 
 async def on_thread(executor: ThreadPoolExecutor, fn: Callable[[], T]) -> T:
@@ -135,7 +142,7 @@ class EsAnswers:
     def remember(self, prepared: Prepared, verdict: Verdict, match: Match | None) -> None:
         write = self.writes.of_verdict(prepared, verdict, self.document, self.words)
         if write is not None:
-            self.buffer.enqueue(*write)
+            self.buffer.enqueue(write.action, write.pending)
 
 
 @dataclass
@@ -190,11 +197,11 @@ class JudgingCoordinator:
                     return self._lookup_failed(todo, outcomes, exc)
                 await self._turns.wait(turn)
                 first = self.buffer.open.seq
-                for n, (i, prepared, document) in enumerate(todo):
-                    answers = EsAnswers(looked.exact[n], looked.near.get(i), self.buffer, since, self.writes,
-                                        document, words.get(i), looked.own[n])
+                for n, t in enumerate(todo):
+                    answers = EsAnswers(looked.exact[n], looked.near.get(t.position), self.buffer, since, self.writes,
+                                        t.document, words.get(t.position), looked.own[n])
                     # synchronous: nothing interleaves between decision and enqueue
-                    outcomes[i] = judge(prepared, answers, self.fingerprinter.features)
+                    outcomes[t.position] = judge(t.prepared, answers, self.fingerprinter.features)
                 self._turns.done(turn)  # the next batch may decide while this one waits for the writer
                 last = self.buffer.open.seq if self.buffer.open.actions else self.buffer.open.seq - 1
                 if last >= first:
@@ -209,7 +216,8 @@ class JudgingCoordinator:
         outcome of one that cannot be."""
         todo = []
         serializer = self.client.transport.serializers.get_serializer("application/json")
-        for i, (prepared, document, _) in enumerate(entries):
+        for i, entry in enumerate(entries):
+            prepared, document = entry.prepared, entry.document
             if FIELD in document:
                 outcomes[i] = InvalidDocumentError(
                     f"item {prepared.doc_id!r} has a field named {FIELD!r}, which scrapy-zhdedup owns in the index")
@@ -222,40 +230,40 @@ class JudgingCoordinator:
                 error.__cause__ = exc
                 outcomes[i] = error
                 continue
-            todo.append((i, prepared, document))
+            todo.append(Todo(i, prepared, document))
         return todo
 
     async def _prepare(self, entries: Sequence[Entry], todo: list[Todo]) -> tuple[list[Todo], dict[int, str | None]]:
         """The documents likely new, with their features; and the words for search of those likely stored."""
         # a text this process stored or found stored probably needs no fingerprint: its exact lookup is likely to answer
-        likely_new = [t for t in todo if t[1].digest not in self.writes.seen]
-        await self._features([p for _, p, _ in likely_new])
-        words: dict[int, str | None] = {i: words for i, (_, _, words) in enumerate(entries) if words is not None}
+        likely_new = [t for t in todo if t.prepared.digest not in self.writes.seen]
+        await self._features([t.prepared for t in likely_new])
+        words: dict[int, str | None] = {i: e.words for i, e in enumerate(entries) if e.words is not None}
         # segmented for search only when it will likely be stored: exact repeats in drop mode are not
         search = self.writes.search
         unsegmented = [t for t in (todo if self.writes.index_duplicates else likely_new)
-                       if t[0] not in words] if search.segments else []
+                       if t.position not in words] if search.segments else []
         if unsegmented:  # not otherwise: the worker thread may be waiting for a worker process's next item
-            words |= dict(zip((i for i, _, _ in unsegmented), await on_thread(
-                self.executor, lambda: [search.words(p.clean) for _, p, _ in unsegmented])))
+            words |= dict(zip((t.position for t in unsegmented), await on_thread(
+                self.executor, lambda: [search.words(t.prepared.clean) for t in unsegmented])))
         return likely_new, words
 
     async def _look_up(self, todo: list[Todo], likely_new: list[Todo]) -> _Looked:
         """Both lookups at once; then the near one for the texts the exact one did not answer after all."""
-        digests = [p.digest for _, p, _ in todo]
+        digests = [t.prepared.digest for t in todo]
         if self.writes.index_duplicates:  # an exact repeat's own copy: its verdict, for a rerun (EsAnswers.own)
-            digests += [repeat_id(p.digest, p.doc_id) for _, p, _ in todo]
+            digests += [repeat_id(t.prepared.digest, t.prepared.doc_id) for t in todo]
         found, near = await asyncio.gather(
             adrive(self.client, self.lookups.exact(digests)),
-            adrive(self.client, self.lookups.near([query_features(p.featured(None)) for _, p, _ in likely_new])))
+            adrive(self.client, self.lookups.near([query_features(t.prepared.featured(None)) for t in likely_new])))
         exact, own = found[: len(todo)], found[len(todo):] or [None] * len(todo)
-        near_of = {i: n for (i, _, _), n in zip(likely_new, near)}
-        unanswered = [t for t, e in zip(todo, exact) if e is None and t[0] not in near_of]
+        near_of = {t.position: n for t, n in zip(likely_new, near)}
+        unanswered = [t for t, e in zip(todo, exact) if e is None and t.position not in near_of]
         if unanswered:
-            await self._features([p for _, p, _ in unanswered])
+            await self._features([t.prepared for t in unanswered])
             more = await adrive(self.client, self.lookups.near(
-                [query_features(p.featured(None)) for _, p, _ in unanswered]))
-            near_of.update((i, n) for (i, _, _), n in zip(unanswered, more))
+                [query_features(t.prepared.featured(None)) for t in unanswered]))
+            near_of.update((t.position, n) for t, n in zip(unanswered, more))
         return _Looked(exact, own, near_of)
 
     def _changed(self, todo: list[Todo], outcomes: list[Verdict | Exception | None], seqs: range) -> None:
@@ -268,25 +276,25 @@ class JudgingCoordinator:
                 changed.update(batch.changed)
         if not changed:
             return
-        for i, prepared, _ in todo:
-            verdict = outcomes[i]
-            now = changed.get(prepared.digest)
+        for t in todo:
+            verdict = outcomes[t.position]
+            now = changed.get(t.prepared.digest)
             if isinstance(verdict, Verdict) and now is not None and now.doc_id == verdict.doc_id:
-                outcomes[i] = now
+                outcomes[t.position] = now
 
     def _lookup_failed(self, todo: list[Todo], outcomes: list[Verdict | Exception | None],
                        exc: Exception) -> list[Verdict | Exception]:
         self.stats.inc("errors")
         text_field = self.writes.search.text_field
         self.dead_letters.write([  # with the text as written: what a replay judges (the page is not kept)
-            self.dead_letters.record(None, p.doc_id, {**d, text_field: p.written}, "lookup", exc)
-            for _, p, d in todo])
-        for i, prepared, _ in todo:
+            self.dead_letters.record(None, t.prepared.doc_id, {**t.document, text_field: t.prepared.written}, "lookup", exc)
+            for t in todo])
+        for t in todo:
             error = LookupFailedError(
-                f"Elasticsearch at {self.url} did not answer the lookups of {prepared.doc_id!r} ({reason(exc)}); "
+                f"Elasticsearch at {self.url} did not answer the lookups of {t.prepared.doc_id!r} ({reason(exc)}); "
                 f"the item was kept in {self.dead_letters.path}, not judged")
             error.__cause__ = exc
-            outcomes[i] = error
+            outcomes[t.position] = error
         return cast("list[Verdict | Exception]", outcomes)
 
     async def _features(self, batch: list[Prepared]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.bloom import ExactFilter
@@ -26,7 +26,10 @@ from .buffer import Pending
 from .lookups import query_features, repeat_id
 from .writer import Action
 
-Write = tuple[Action, Pending | None]  # an action, and what it adds to its batch's local index
+
+class Write(NamedTuple):
+    action: Action
+    pending: Pending | None  # what it adds to its batch's local index
 
 
 @dataclass
@@ -50,10 +53,11 @@ class VerdictWrites:
         if words is None:
             words = self.search.words(prepared.clean)
         if verdict.status == "exact":
-            return Action("index", repeat_id(digest, verdict.doc_id), self.source(verdict, document, words=words)), None
+            return Write(Action("index", repeat_id(digest, verdict.doc_id), self.source(verdict, document, words=words)),
+                         None)
         features = query_features(prepared.featured(None))
-        return (Action("create", digest, self.source(verdict, document, features, words)),
-                (digest, Match(verdict.doc_id, verdict.cluster, 0), features, verdict.status == "unique"))
+        return Write(Action("create", digest, self.source(verdict, document, features, words)),
+                     Pending(digest, Match(verdict.doc_id, verdict.cluster, 0), features, verdict.status == "unique"))
 
     def of_loser(self, action: Action, first: Match) -> Action | None:
         """What a first copy that lost a 409 race to ``first`` writes instead: its exact-repeat copy in

@@ -64,7 +64,7 @@ def records(path: str, *, strict: bool = False, errors: list[BadRecordError] | N
 
 
 def _job(line: Record | BadRecordError) -> Job | BadRecordError:
-    return (line.doc_id, line.text, line.html) if isinstance(line, Record) else line
+    return Job(line.doc_id, line.text, line.html) if isinstance(line, Record) else line
 
 
 def _scan_step(fingerprinter: Fingerprinter, job: Job | BadRecordError) -> Prepared:

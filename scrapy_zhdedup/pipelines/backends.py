@@ -124,7 +124,7 @@ class EmbeddedBackend:
         if self._turns is None:
             return await self._on_worker(lambda: self.deduper.check(doc_id, text=text, html=html))
         # submitted now, waited for on the one judging thread: judged in arrival order, prepared in parallel
-        job, processes = (doc_id, text, html), self._turns.pool
+        job, processes = Job(doc_id, text, html), self._turns.pool
         future = self._turns.submit(job)
         return await self._on_worker(lambda: self.deduper.judge(prepared_by(processes, future, job)))
 

@@ -31,7 +31,7 @@ from ..model import Features, Match, Prepared, Sketch, Verdict
 from ..similarity.rule import NearRule
 from ..similarity.sketch import features_of
 from .entries import ARRAYS as ENTRY_ARRAYS
-from .entries import STATUSES, Entries, percent, reason_code
+from .entries import STATUS_CODES, Entries, percent, reason_code
 from .lock import DirectoryLock
 from .log import LOG_FILE, LogRecord, LogWriter, ReadResult, read_log
 from .meta import FORMAT, META_FILE, check, check_or_record
@@ -119,21 +119,21 @@ class EmbeddedStore:
         ``repeats``, whose cluster it joins (kept for its verdict and exact copies, never a candidate)."""
         row = len(self._rows)
         if repeats is None:
-            record = LogRecord(len(self._entries), row, 0, -1, 0, 0, 0, 0, row, features.fingerprint,
-                               bytes.fromhex(content_hash), list(features.passages), features.sketch.to_bytes(),
-                               doc_id)
+            record = LogRecord(len(self._entries), row, STATUS_CODES["unique"], -1, 0, 0, 0, 0, row,
+                               features.fingerprint, bytes.fromhex(content_hash), list(features.passages),
+                               features.sketch.to_bytes(), doc_id)
         else:
             root = self._rows.roots[repeats.row] if repeats.row >= 0 else row  # -1: an earlier document not kept here
-            record = LogRecord(len(self._entries), row, 2, repeats.row, repeats.distance, percent(repeats.similarity),
-                               percent(repeats.contained), reason_code(repeats.reason), root,
+            record = LogRecord(len(self._entries), row, STATUS_CODES["near"], repeats.row, repeats.distance,
+                               percent(repeats.similarity), percent(repeats.contained), reason_code(repeats.reason), root,
                                features.fingerprint, bytes.fromhex(content_hash), list(features.passages),
                                features.sketch.to_bytes(), doc_id)
         self._record(record, features)
 
     def add_repeat(self, doc_id: str, content_hash: str, match: Match) -> None:
         """Remember an exact repeat of ``match`` (not indexed: the first copy answers for it)."""
-        self._record(LogRecord(len(self._entries), -1, 1, match.row, 0, 100, 100, reason_code("exact"), 0, 0,
-                               bytes.fromhex(content_hash), [], b"", doc_id))
+        self._record(LogRecord(len(self._entries), -1, STATUS_CODES["exact"], match.row, 0, 100, 100, reason_code("exact"),
+                               0, 0, bytes.fromhex(content_hash), [], b"", doc_id))
 
     def previous(self, doc_id: str) -> Verdict | None:
         """The last verdict recorded for ``doc_id``, or None if it was never judged."""
@@ -192,7 +192,7 @@ class EmbeddedStore:
         if record.row >= 0:
             if features is None:  # replaying the log
                 features = features_of(record.fingerprint, record.passages, Sketch.from_bytes(record.sketch))
-            self._rows.add(record, features, original=record.status == STATUSES.index("unique"))
+            self._rows.add(record, features, original=record.status == STATUS_CODES["unique"])
         self._entries.append(record)
 
     def save(self) -> None:
@@ -325,7 +325,7 @@ class EmbeddedStore:
         ids, bloom, stored, hashes = checked(path, meta, data)
         try:
             self._rows = Rows.from_arrays(self.keys, self.rule, bloom, data, stored, hashes[stored],
-                                          originals=data["entry_status"][stored] == STATUSES.index("unique"))
+                                          originals=data["entry_status"][stored] == STATUS_CODES["unique"])
         except ValueError as exc:
             raise StoreError(path, f"inconsistent index arrays ({exc})") from exc
         self._entries = Entries.from_arrays(ids, data)

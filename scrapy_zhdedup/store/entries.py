@@ -16,7 +16,8 @@ from ..index.multimap import KeyTable
 from ..model import REASONS, Reason, Status, rounded
 from .log import LogRecord
 
-STATUSES: tuple[Status, ...] = ("unique", "exact", "near")
+STATUSES: tuple[Status, ...] = ("unique", "exact", "near")  # a status is kept as its index here
+STATUS_CODES: dict[Status, int] = {status: code for code, status in enumerate(STATUSES)}
 # the snapshot's arrays of the entries (ids are stored apart, NUL-separated UTF-8)
 ARRAYS = ("entry_hashes", "entry_rows", "entry_status", "entry_match", "entry_distance", "entry_similarity",
           "entry_contained", "entry_reason")

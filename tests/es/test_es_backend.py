@@ -15,6 +15,7 @@ from elasticsearch import Elasticsearch
 
 from corpora.reposts import combo
 from es_plugin.index.chinese import SearchText, segment
+from es_plugin.store.groupcommit import Entry
 from es_plugin.store.judging import Turns
 from es_plugin.store.lookups import EsLookups, repeat_id
 from scrapy_zhdedup.config import DedupConfig
@@ -103,12 +104,12 @@ async def test_batched_verdicts_equal_one_at_a_time(es_url: str, index: str, tmp
         b = backend(es_url, name, tmp_path, stats=stats)
         prep = b._fingerprinter.prepare
         try:
-            await b.judge_many([(prep(i, text=t), {"url": i}, None) for i, t in stored])
+            await b.judge_many([Entry(prep(i, text=t), {"url": i}, None) for i, t in stored])
             await b.flush()
             lookups_before = stats["zhdedup/es/lookups"]
             got = []
             for part in batches:
-                got += await b.judge_many([(prep(i, text=t), {"url": i}, None) for i, t in part])
+                got += await b.judge_many([Entry(prep(i, text=t), {"url": i}, None) for i, t in part])
             stats["batch_lookups"] = stats["zhdedup/es/lookups"] - lookups_before
         finally:
             await b.close()

@@ -23,6 +23,7 @@ from es_plugin.index.template import install, registry_name
 from es_plugin.operations import drive
 from es_plugin.store.backend import ElasticsearchBackend
 from es_plugin.store.batchwriter import bulk_parts
+from es_plugin.store.groupcommit import Entry
 from es_plugin.store.lookups import EsLookups
 from es_plugin.store.registry import Claimant
 from es_plugin.store.retry import RetryPolicy
@@ -205,8 +206,8 @@ async def test_a_bulk_sent_in_two_parts_through_an_outage_loses_nothing(
         monkeypatch.setattr("es_plugin.store.batchwriter.bulk_parts", cut_first)
         fingerprinter = Fingerprinter(DEDUP)
         verdicts = await b.judge_many([  # one lookup batch, written as one bulk batch
-            (fingerprinter.prepare(f"doc-{i}", text=text), {"url": f"doc-{i}", "price": "not a number" if i == 2 else i},
-             None) for i, text in enumerate(TEXTS)])
+            Entry(fingerprinter.prepare(f"doc-{i}", text=text),
+                  {"url": f"doc-{i}", "price": "not a number" if i == 2 else i}, None) for i, text in enumerate(TEXTS)])
         assert [v.status for v in verdicts if not isinstance(v, Exception)] == ["unique"] * len(TEXTS)
     finally:
         p.restore()

@@ -27,14 +27,14 @@ def jobs() -> list[Job]:
     """Originals, reposts (near and exact), a page, an empty text: in an order that mixes them."""
     out: list[Job] = []
     for i, a in enumerate(ARTICLES):
-        out.append((f"a{i}", a.text, None))
+        out.append(Job(f"a{i}", a.text, None))
         if i % 3 == 0:
-            out.append((f"n{i}", edit_chars(with_attribution(a.text), 4, seed=i), None))
+            out.append(Job(f"n{i}", edit_chars(with_attribution(a.text), 4, seed=i), None))
         if i % 5 == 0:
-            out.append((f"e{i}", " " + a.text, None))
+            out.append(Job(f"e{i}", " " + a.text, None))
         if i % 7 == 0:
-            out.append((f"h{i}", None, news_page(a.title, a.text)))
-    out.insert(5, ("empty", "   ", None))
+            out.append(Job(f"h{i}", None, news_page(a.title, a.text)))
+    out.insert(5, Job("empty", "   ", None))
     return out
 
 
@@ -46,7 +46,7 @@ def verdicts(workers: int) -> list[tuple[str, str | None, int | None] | str]:
             if isinstance(prepared, Exception):
                 out.append(type(prepared).__name__)
                 continue
-            assert prepared.doc_id == job[0]  # in input order
+            assert prepared.doc_id == job.doc_id  # in input order
             v = deduper.judge(prepared)
             out.append((v.status, v.dup_of, v.distance))
     return out
@@ -94,7 +94,7 @@ def test_a_bad_record_is_a_value_and_the_input_is_read_lazily() -> None:
 @pytest.mark.parametrize("text", [True, False, "written"])
 def test_features_travel_back_from_the_workers(text: Texts) -> None:
     with PreparePool(DedupConfig(), prepare_job, workers=2, text=text) as pool:
-        [prepared] = list(pool.map([("a", ARTICLES[0].text, None)]))
+        [prepared] = list(pool.map([Job("a", ARTICLES[0].text, None)]))
     assert isinstance(prepared, Prepared) and prepared.features is not None
     fingerprinter = Fingerprinter(DedupConfig())
     local = fingerprinter.prepare("a", text=ARTICLES[0].text)
