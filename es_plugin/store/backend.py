@@ -45,9 +45,11 @@ from scrapy_zhdedup.fingerprint_settings import fingerprint_settings
 from scrapy_zhdedup.index.bloom import ExactFilter
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.model import Prepared, Verdict
+from scrapy_zhdedup.pipelines.backends import Backend
+from scrapy_zhdedup.pipelines.preparer import ItemPreparer
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
-from scrapy_zhdedup.workers import Job, PreparePool, TurnBatcher, prepare_job, prepared_by
+from scrapy_zhdedup.workers import Job, prepare_job
 
 from ..client import acheck_reachable, make_async_client, quiet_client_logs, redact
 from ..index.chinese import SearchText, segment
@@ -122,8 +124,10 @@ def _require_asyncio_reactor() -> None:
         )
 
 
-class ElasticsearchBackend:
+class ElasticsearchBackend(Backend):
     """The :class:`~scrapy_zhdedup.pipelines.backends.Backend` on a shared Elasticsearch index."""
+
+    stores_documents = True
 
     def __init__(self, dedup: DedupConfig, es: EsConfig, *, stats: Any = None, index_duplicates: bool = False,
                  client: AsyncElasticsearch | None = None, backoff_base: float = 0.5,
@@ -160,9 +164,9 @@ class ElasticsearchBackend:
         self._fingerprinter = Fingerprinter(dedup)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zhdedup-es")
         # with worker processes, the items of one event-loop turn go to them together
-        self._turns: TurnBatcher[IndexJob, Indexable] | None = None if workers <= 1 else TurnBatcher(
-            PreparePool(dedup, prepare_for_index, workers, text="written").__enter__(),
-            lambda send: asyncio.get_running_loop().call_soon(send))
+        self._preparer: ItemPreparer[IndexJob, Indexable] = ItemPreparer(
+            dedup, self._fingerprinter, prepare_for_index, workers,
+            lambda send: asyncio.get_running_loop().call_soon(send), text="written")
         self._judging: JudgingCoordinator | None = None  # made at start, with the client
         self._window = None if in_order else es.es_batch_window
         self._needs = needs
@@ -225,13 +229,10 @@ class ElasticsearchBackend:
         DeadLetterError once documents can go nowhere.
         """
         self._check_open()
-        if self._turns is None:
-            prepared = await on_thread(self._executor, lambda: self._fingerprinter.prepare(doc_id, text=text, html=html))
-            return await self.judge_prepared(prepared, document)
+        # segmented beforehand on worker processes only: in this process, judging segments what it stores
+        prepare = self._preparer.submit(IndexJob(doc_id, text, html, self.search.segments and self._preparer.parallel))
         # waited for on the one worker thread, so items reach the lookups in arrival order
-        job, processes = IndexJob(doc_id, text, html, self.search.segments), self._turns.pool
-        future = self._turns.submit(job)
-        indexable = await on_thread(self._executor, lambda: prepared_by(processes, future, job))
+        indexable = await on_thread(self._executor, prepare)
         return await self.judge_prepared(indexable.prepared, document, indexable.words)
 
     async def judge_prepared(self, prepared: Prepared, document: dict[str, Any], words: str | None = None) -> Verdict:
@@ -271,8 +272,7 @@ class ElasticsearchBackend:
             if self._own_client and self._client is not None:
                 await self._client.close()
             self._executor.shutdown(wait=False)
-            if self._turns is not None:
-                self._turns.pool.__exit__(None, None, None)
+            self._preparer.close()
         if self.dead_lettered:
             logger.error("zhdedup: %s", self.dead_letters.summary(self.url))
 

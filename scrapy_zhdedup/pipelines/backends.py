@@ -1,17 +1,18 @@
 """Where verdicts are made: the embedded store in-process, or Elasticsearch (``es_plugin.store.backend``).
 
 The pipeline talks to either through :class:`Backend`, so drop/annotate logic, stats and item
-handling exist once.  ``ZHDEDUP_BACKEND`` names one (``embedded``, ``elasticsearch``) or gives
-any class's dotted path; it is loaded like any Scrapy component, so this package never imports
-``es_plugin`` itself.
+handling exist once.  ``ZHDEDUP_BACKEND`` names one (``embedded``, ``elasticsearch``) or gives the
+dotted path of any :class:`Backend` subclass; it is loaded like any Scrapy component, so this package
+never imports ``es_plugin`` itself.
 """
 
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from scrapy.crawler import Crawler
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -24,7 +25,8 @@ from ..config import DedupConfig, PipelineConfig, from_settings
 from ..deduper import Deduper
 from ..errors import ConfigError
 from ..model import Prepared, Verdict
-from ..workers import Job, PreparePool, TurnBatcher, prepare_job, prepared_by
+from ..workers import Job, prepare_job
+from .preparer import ItemPreparer
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,20 +37,32 @@ BACKENDS = {
 }
 
 
-class Backend(Protocol):
-    async def open(self) -> None:
+class Backend(ABC):
+    """What the pipeline judges items with.  A backend implements :meth:`judge`, and :meth:`open` and
+    :meth:`close` when it has something to check or to persist; the rest has defaults."""
+
+    stores_documents: ClassVar[bool] = False  # judge() is given the item's fields (else an empty document)
+
+    async def open(self) -> None:  # noqa: B027 (a default: nothing to check)
         """Check and prepare the store before the first item; raise a clear error if it cannot be used."""
 
+    @abstractmethod
     async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
                     document: dict[str, Any]) -> Verdict:
-        """Judge one item (and, for a backend that stores documents, write it unless dropped)."""
+        """Judge one item (and, for a backend that stores documents, write ``document``, the item's fields
+        without the page, unless dropped)."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 (a default: nothing to persist)
         """Flush and persist; called once when the spider closes."""
 
-    # Optional (read with getattr): ``describe() -> str``, what the store holds, for the one line logged
-    # at open; ``local_state() -> (directory, name) | None``, where the pipeline keeps its ledger of
-    # undelivered items (delivery.py), None when nothing is kept for the next run.
+    def describe(self) -> str:
+        """What the store holds, for the one line logged at open."""
+        return type(self).__name__
+
+    def local_state(self) -> tuple[Path, str] | None:
+        """Where the pipeline keeps its ledger of undelivered items (delivery.py): a directory and a name;
+        None when nothing is kept for the next run."""
+        return None
 
 
 def load_backend(crawler: Crawler, name: str) -> Backend:
@@ -62,11 +76,13 @@ def load_backend(crawler: Crawler, name: str) -> Backend:
     except (ImportError, NameError, ValueError) as exc:
         raise ConfigError(f"ZHDEDUP_BACKEND = {name!r}: expected 'embedded', 'elasticsearch' or the dotted path "
                           f"of a backend class ({exc})") from exc
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise ConfigError(f"ZHDEDUP_BACKEND = {name!r}: {path} is not a subclass of {Backend.__module__}.Backend")
     backend: Backend = build_from_crawler(cls, crawler)
     return backend
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(Backend):
     """The engine on one dedicated worker thread, and with ``workers`` > 1 its costly part on processes.
 
     Segmenting a long page is milliseconds of CPU; on the reactor thread it would stall every
@@ -81,8 +97,9 @@ class EmbeddedBackend:
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="zhdedup")
         self._pool.start()
         # with worker processes, the items of one reactor turn go to them together (whichever reactor runs)
-        self._turns: TurnBatcher[Job, Prepared] | None = None if workers <= 1 else TurnBatcher(
-            PreparePool(config, prepare_job, workers, text=False).__enter__(), lambda send: CallLaterOnce(send).schedule())
+        self._preparer: ItemPreparer[Job, Prepared] = ItemPreparer(
+            config, self.deduper.fingerprinter, prepare_job, workers, lambda send: CallLaterOnce(send).schedule(),
+            text=False)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> EmbeddedBackend:
@@ -116,23 +133,16 @@ class EmbeddedBackend:
 
         return await maybe_deferred_to_future(deferToThreadPool(reactor, self._pool, fn))
 
-    async def open(self) -> None:
-        """Nothing left to check: the store was loaded when the backend was built."""
-
     async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
                     document: dict[str, Any]) -> Verdict:
-        if self._turns is None:
-            return await self._on_worker(lambda: self.deduper.check(doc_id, text=text, html=html))
         # submitted now, waited for on the one judging thread: judged in arrival order, prepared in parallel
-        job, processes = Job(doc_id, text, html), self._turns.pool
-        future = self._turns.submit(job)
-        return await self._on_worker(lambda: self.deduper.judge(prepared_by(processes, future, job)))
+        prepared = self._preparer.submit(Job(doc_id, text, html))
+        return await self._on_worker(lambda: self.deduper.judge(prepared()))
 
     async def close(self) -> None:
         try:
             await self._on_worker(self.deduper.close)
         finally:
             self._pool.stop()
-            if self._turns is not None:
-                self._turns.pool.__exit__(None, None, None)
+            self._preparer.close()
 

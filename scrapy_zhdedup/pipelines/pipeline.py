@@ -133,8 +133,7 @@ class ZhDedupPipeline:
             logger.error("zhdedup: cannot start, the crawl stops: %s", exc)
             self.stats.set_value("zhdedup/error", str(exc))
             raise CloseSpider("zhdedup_cannot_start") from None
-        backend = self.backend
-        described = getattr(backend, "describe", lambda: type(backend).__name__)()
+        described = self.backend.describe()
         rerun = ("an item an earlier run delivered is dropped" if self.config.rerun == "new"
                  else "an item an earlier run judged passes again")
         undelivered = len(self.ledger.undelivered) if self.ledger else 0
@@ -144,7 +143,8 @@ class ZhDedupPipeline:
 
     def _open_ledger(self) -> DeliveryLedger | None:
         """The ledger beside the backend's state (none for a store kept in memory only)."""
-        where = getattr(self.backend, "local_state", lambda: None)()
+        assert self.backend is not None
+        where = self.backend.local_state()
         if where is None:
             return None
         ledger = DeliveryLedger(*where)
@@ -193,8 +193,10 @@ class ZhDedupPipeline:
         try:
             if self.ledger is not None:
                 self.ledger.note(doc_id)  # before the store records a verdict: see delivery.py
-            document = adapter.asdict()
-            document.pop(self.config.html_field, None)  # the page is judged, not stored: the backend stores its text
+            document = {}
+            if self.backend.stores_documents:
+                document = adapter.asdict()
+                document.pop(self.config.html_field, None)  # the page is judged, not stored: the backend stores its text
             return await self.backend.judge(doc_id, text=text, html=html, document=document)
         except (EmptyTextError, InvalidDocumentError) as exc:
             self.stats.inc_value(f"zhdedup/skipped/{exc.skipped_as}")  # empty_text, junk, invalid

@@ -7,6 +7,7 @@ crawls run in a subprocess (tests/support/zhcrawl.py) because a Twisted reactor 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy.exceptions import CloseSpider
+from scrapy.exceptions import CloseSpider, DropItem
 from scrapy.utils.test import get_crawler
 
 from scrapy_zhdedup import DedupConfig, Deduper, EmptyTextError
@@ -394,7 +395,33 @@ def test_backend_is_loaded_by_name_or_dotted_path(name: str, backend: str) -> No
     pipeline.backend._pool.stop()  # type: ignore[attr-defined]  # the embedded backend's own pool
 
 
-@pytest.mark.parametrize("name", ["nosuch", "scrapy_zhdedup.pipelines.backends.NoSuchBackend", "no_such_module.Backend"])
+@pytest.mark.parametrize("stores", [False, True])
+def test_a_third_backend_implements_only_judge(stores: bool) -> None:
+    """Issue 42: the base class gives the rest (open, close, the line at open, no ledger); the item's fields
+    are handed over, without the page, only to a backend that stores documents."""
+    name = "tests.support.backends." + ("StoresDocuments" if stores else "JudgeOnly")
+    pipeline = ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))
+    text = zhtexts.articles(1)[0].text
+    items = [{"url": "a", "text": text, "html": None}, {"url": "b", "text": text, "html": None}]
+
+    async def crawl() -> list[Any]:
+        await pipeline.open_spider()
+        passed = []
+        for item in items:
+            with contextlib.suppress(DropItem):
+                passed.append(await pipeline.process_item(item))
+        await pipeline.close_spider()
+        return passed
+
+    assert [item["url"] for item in asyncio.run(crawl())] == ["a"]
+    assert pipeline.ledger is None and pipeline.backend is not None
+    assert pipeline.backend.describe() == name.rsplit(".", 1)[1]
+    expected = [{"url": "a", "text": text}, {"url": "b", "text": text}] if stores else [{}, {}]
+    assert pipeline.backend.documents == expected  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["nosuch", "scrapy_zhdedup.pipelines.backends.NoSuchBackend", "no_such_module.Backend",
+                                  "scrapy_zhdedup.Deduper"])
 def test_unknown_backend_is_a_config_error_said_at_open(name: str) -> None:
     pipeline = ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))
     assert isinstance(pipeline.problem, ConfigError) and "ZHDEDUP_BACKEND" in str(pipeline.problem)
