@@ -31,20 +31,21 @@ from benchmarks.store_bytes import store_bytes
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.index.bloom import ExactFilter
 from scrapy_zhdedup.index.nearindex import CandidateKeys
+from scrapy_zhdedup.memory.record import Record
 from scrapy_zhdedup.model import SKETCH_BYTES, SKETCH_SIZE, Sketch
 from scrapy_zhdedup.similarity.sketch import features_of
 from scrapy_zhdedup.store.embedded import EmbeddedStore
-from scrapy_zhdedup.store.log import LOG_FILE, LogRecord, LogWriter, read_log
+from scrapy_zhdedup.store.log import LOG_FILE, LogWriter, read_log
 
 
-def _records(n: int) -> list[LogRecord]:
+def _records(n: int) -> list[Record]:
     rng = random.Random(1)
-    return [LogRecord(i, i, 0, -1, 0, 0, 0, 0, i, rng.getrandbits(63), rng.randbytes(16), [],
+    return [Record(i, i, 0, -1, 0, 0, 0, 0, i, rng.getrandbits(63), rng.randbytes(16), [],
                       rng.randbytes(SKETCH_BYTES), f"https://news.example.com/a/{i:012d}.html")
             for i in range(n)]
 
 
-def bench_log(records: list[LogRecord], directory: Path) -> dict[str, float]:
+def bench_log(records: list[Record], directory: Path) -> dict[str, float]:
     path = directory / LOG_FILE
     started = time.perf_counter()
     log = LogWriter(path, 0, fsync_interval=1.0)
@@ -58,7 +59,7 @@ def bench_log(records: list[LogRecord], directory: Path) -> dict[str, float]:
             "bytes_per_record": path.stat().st_size / len(records)}
 
 
-def bench_sqlite(records: list[LogRecord], directory: Path) -> dict[str, float]:
+def bench_sqlite(records: list[Record], directory: Path) -> dict[str, float]:
     path = directory / "log.sqlite"
     started = time.perf_counter()
     db = sqlite3.connect(path, isolation_level=None)
@@ -73,7 +74,7 @@ def bench_sqlite(records: list[LogRecord], directory: Path) -> dict[str, float]:
     appended = time.perf_counter() - started
     started = time.perf_counter()
     db = sqlite3.connect(path)
-    assert sum(1 for (blob,) in db.execute("SELECT record FROM log ORDER BY entry") if LogRecord.decode(blob)) == len(records)
+    assert sum(1 for (blob,) in db.execute("SELECT record FROM log ORDER BY entry") if Record.decode(blob)) == len(records)
     db.close()
     size = sum(p.stat().st_size for p in directory.glob("log.sqlite*"))
     return {"append_us": 1e6 * appended / len(records), "replay_s": time.perf_counter() - started,

@@ -46,10 +46,10 @@ from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.bloom import ExactFilter
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.judge import judge
+from scrapy_zhdedup.memory.store import MemoryStore
 from scrapy_zhdedup.model import Match, Prepared, Verdict
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
-from scrapy_zhdedup.store.embedded import EmbeddedStore
 from scrapy_zhdedup.text.validate import check_id
 from scrapy_zhdedup.workers import PreparePool
 
@@ -74,8 +74,8 @@ FIELD_SAMPLE = 100  # documents looked at for a field that cannot be searched fo
 Progress = Callable[[int], None]
 
 
-class IndexMemory(EmbeddedStore):
-    """The embedded store, with each row's cluster id kept as the string found in the index.
+class IndexMemory(MemoryStore):
+    """The engine's memory of judged documents, with each row's cluster id kept as the string found in the index.
 
     When documents are loaded back, a cluster's first document may have been deleted since (or sit
     on another shard, read later), and new members must still get the cluster id the index already

@@ -21,52 +21,14 @@ import zlib
 from pathlib import Path
 from typing import NamedTuple
 
-from ..model import SKETCH_BYTES
+from ..memory.record import Record
 
 LOG_FILE = "log.bin"
-_FRAME = struct.Struct("<II")
-# entry, row, status, match, distance, similarity, contained, reason, root, fingerprint, hash, passages
-_FIXED = struct.Struct("<IiBiBBBBIQ16sI")
-
-
-class LogRecord(NamedTuple):
-    """One judged document.  ``row`` is -1 for an exact repeat (not indexed, only remembered)."""
-
-    entry: int
-    row: int
-    status: int
-    match: int
-    distance: int
-    similarity: int  # percent, as reported
-    contained: int  # percent, as reported
-    reason: int  # 0 for a unique document, else 1 + its index in model.REASONS
-    root: int
-    fingerprint: int
-    content_hash: bytes  # 16 bytes
-    passages: list[int]
-    sketch: bytes  # model.SKETCH_BYTES for an indexed document (row >= 0), empty for an exact repeat
-    doc_id: str
-
-    def encode(self) -> bytes:
-        fixed = _FIXED.pack(self.entry, self.row, self.status, self.match, self.distance, self.similarity,
-                            self.contained, self.reason, self.root, self.fingerprint, self.content_hash,
-                            len(self.passages))
-        return (fixed + struct.pack(f"<{len(self.passages)}I", *self.passages) + self.sketch
-                + self.doc_id.encode("utf-8"))
-
-    @classmethod
-    def decode(cls, payload: bytes) -> LogRecord:
-        entry, row, status, match, distance, similarity, contained, reason, root, fp, digest, n = \
-            _FIXED.unpack_from(payload)
-        start = _FIXED.size + 4 * n
-        end = start + (SKETCH_BYTES if row >= 0 else 0)
-        passages = list(struct.unpack_from(f"<{n}I", payload, _FIXED.size))
-        return cls(entry, row, status, match, distance, similarity, contained, reason, root, fp, digest, passages,
-                   payload[start:end], payload[end:].decode("utf-8"))
+_FRAME = struct.Struct("<II")  # payload: Record.encode()
 
 
 class ReadResult(NamedTuple):
-    records: list[LogRecord]
+    records: list[Record]
     good_bytes: int  # length of the whole, checksummed prefix
     dropped_bytes: int  # torn or foreign tail after it
 
@@ -74,7 +36,7 @@ class ReadResult(NamedTuple):
 def read_log(path: Path) -> ReadResult:
     """Every whole record of the log, stopping at the first frame that is short or fails its CRC."""
     data = path.read_bytes() if path.exists() else b""
-    records: list[LogRecord] = []
+    records: list[Record] = []
     pos = 0
     while pos + _FRAME.size <= len(data):
         length, crc = _FRAME.unpack_from(data, pos)
@@ -82,7 +44,7 @@ def read_log(path: Path) -> ReadResult:
         if len(payload) != length or zlib.crc32(payload) != crc:
             break
         try:
-            records.append(LogRecord.decode(payload))
+            records.append(Record.decode(payload))
         except (struct.error, UnicodeDecodeError):
             break
         pos += _FRAME.size + length
@@ -101,7 +63,7 @@ class LogWriter:
         self.size = size
         self._synced_at = time.monotonic()
 
-    def append(self, record: LogRecord) -> None:
+    def append(self, record: Record) -> None:
         payload = record.encode()
         frame = memoryview(_FRAME.pack(len(payload), zlib.crc32(payload)) + payload)
         try:

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import StoreError, StoreFailedError
 from ..files.atomic import atomic_write
 from ..index.bloom import ExactFilter
-from .entries import ARRAYS as ENTRY_ARRAYS
+from ..memory.entries import ARRAYS as ENTRY_ARRAYS
 from .log import LOG_FILE
 from .meta import FORMAT
 

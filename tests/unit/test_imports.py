@@ -111,10 +111,12 @@ def _edges(source: str, target: str) -> set[tuple[str, str]]:
 
 def test_es_plugin_uses_the_engine_not_the_embedded_store() -> None:
     """The Elasticsearch side shares the engine and its utilities (files, the Bloom filter, the fingerprint
-    settings), not the embedded store's internals; ``es dedup-index`` judges against the embedded store in
-    memory on purpose, so that an index deduplicated there agrees with ``zhdedup scan``."""
-    assert _edges("es_plugin", "scrapy_zhdedup.store") == {
-        ("es_plugin.commands.dedup_index", "scrapy_zhdedup.store.embedded")}
+    settings), never the embedded store; ``es dedup-index`` judges against the engine's memory of judged
+    documents (``memory/``), the embedded store's too, so that an index deduplicated there agrees with
+    ``zhdedup scan``; that memory knows nothing of the directory the embedded store keeps it in."""
+    assert _edges("es_plugin", "scrapy_zhdedup.store") == set()
+    assert ("es_plugin.commands.dedup_index", "scrapy_zhdedup.memory.store") in _edges("es_plugin", "scrapy_zhdedup.memory")
+    assert _edges("scrapy_zhdedup.memory", "scrapy_zhdedup.store") == set()
 
 
 def test_the_report_does_not_reach_into_the_command_line() -> None:

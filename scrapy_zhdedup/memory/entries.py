@@ -14,7 +14,7 @@ import numpy as np
 
 from ..index.multimap import KeyTable
 from ..model import REASONS, Reason, Status, rounded
-from .log import LogRecord
+from .record import Record
 
 STATUSES: tuple[Status, ...] = ("unique", "exact", "near")  # a status is kept as its index here
 STATUS_CODES: dict[Status, int] = {status: code for code, status in enumerate(STATUSES)}
@@ -52,7 +52,7 @@ class Entries:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def append(self, record: LogRecord) -> None:
+    def append(self, record: Record) -> None:
         columns = self._columns
         self.ids.append(record.doc_id)
         columns["entry_hashes"].frombytes(record.content_hash)

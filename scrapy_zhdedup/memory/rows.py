@@ -1,4 +1,5 @@
-"""The indexed documents of the embedded store, one row each: originals and near repeats (never exact repeats).
+"""The indexed documents of the memory of judged documents, one row each: originals and near repeats (never
+exact repeats).
 
 Per row: its near features (the near index), a 64-bit prefix of its content hash (exact lookups
 that name the earlier document, behind the Bloom filter that answers most misses), the row of its
@@ -17,7 +18,7 @@ from ..index.multimap import KeyTable
 from ..index.nearindex import CandidateKeys, NearIndex
 from ..model import Features
 from ..similarity.rule import NearRule
-from .log import LogRecord
+from .record import Record
 
 ARRAYS = ("fingerprints", "sketches", "shingles", "sketch_keys", "sketch_rows", "passage_keys", "passage_rows")
 
@@ -51,7 +52,7 @@ class Rows:
             return None
         return min(rows)
 
-    def add(self, record: LogRecord, features: Features, *, original: bool) -> None:
+    def add(self, record: Record, features: Features, *, original: bool) -> None:
         """Index the row ``record`` adds (``features``: its near features)."""
         self.near.add(features, original=original)
         self.roots.append(record.root)
