@@ -124,8 +124,8 @@ class PipelineConfig:
     """How the Scrapy pipeline reads items and what it does with duplicates."""
 
     enabled: bool = option(True, "False turns the pipeline off (NotConfigured)", group=SCRAPY_ONLY)
-    backend: str = option("embedded", "`embedded`, `elasticsearch`, or the dotted path of a backend class "
-                                      "with `from_crawler`", group=SCRAPY_ONLY)
+    backend: str = option("embedded", "`embedded`, `elasticsearch`, or the dotted path of a "
+                                      "`scrapy_zhdedup.pipelines.backends.Backend` subclass", group=SCRAPY_ONLY)
     mode: Literal["drop", "annotate"] = option(
         "drop", "`drop`: duplicates raise DropItem (and are not written to Elasticsearch); `annotate`: all items "
                 "pass, marked with the fields of `ZHDEDUP_FIELDS`", group=SCRAPY_ONLY)
