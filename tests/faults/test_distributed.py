@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import random
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,15 +37,16 @@ from tests.support.distributed import (
     RedisServer,
     Site,
     assert_few_missed,
-    assert_reconciled,
     assert_sound,
+    assert_sound_then_reconciled,
     crawl,
-    first_document,
     ingest,
     kill_one_at_random,
+    running_at,
+    share_of,
 )
 from tests.support.es_cluster import Cluster
-from tests.support.es_runs import request_json, wait_for, zhdedup
+from tests.support.es_runs import request_json, zhdedup
 from tests.support.helpers import serving
 
 pytestmark = [pytest.mark.fault, pytest.mark.es, pytest.mark.redis]
@@ -119,11 +119,7 @@ def test_crawlers_from_one_queue_miss_no_repeat_and_lose_nothing(
     index = fresh_index(es_url, request)
     run = crawl(crawlers, site, es_url, index, redis_url, tmp_path, mode)
     assert run.exit_codes == [0] * crawlers
-    before = run.tally(site)
-    assert_sound(before)
-    after = run.reconciled(es_url, index)
-    assert_sound(after.tally(site, feeds_count=False))
-    assert_reconciled(site, after, tmp_path)
+    before = assert_sound_then_reconciled(site, run, es_url, index, tmp_path)
     assert_few_missed(before, crawl_baseline, crawlers, "crawlers")
 
 
@@ -133,11 +129,7 @@ def test_ingest_writers_on_one_index_miss_no_repeat_and_lose_nothing(
         request: pytest.FixtureRequest) -> None:
     index = fresh_index(es_url, request)
     run = ingest(writers, site, es_url, index, tmp_path)
-    before = run.tally(site)
-    assert_sound(before)
-    after = run.reconciled(es_url, index)
-    assert_sound(after.tally(site, feeds_count=False))
-    assert_reconciled(site, after, tmp_path)
+    before = assert_sound_then_reconciled(site, run, es_url, index, tmp_path)
     assert_few_missed(before, ingest_baseline, writers, "es ingest processes")
 
 
@@ -149,14 +141,12 @@ def test_a_crawler_killed_mid_run_loses_nothing_once_the_crawl_is_run_again(
     again; nothing lost, no repeat of a document that was never stored."""
     index = fresh_index(es_url, request)
     seed = random.randrange(1 << 30)
-    first = crawl(4, site, es_url, index, redis_url, tmp_path, during=kill_one_at_random(es_url, index, seed))
+    kill = kill_one_at_random(es_url, index, seed, site.documents("drop"))
+    first = crawl(4, site, es_url, index, redis_url, tmp_path, during=kill)
     assert sorted(first.exit_codes) == [-9, 0, 0, 0], f"seed {seed}"
     again = crawl(1, site, es_url, index, redis_url, tmp_path, fresh=False)
     assert again.exit_codes == [0]
-    assert_sound(again.tally(site))
-    after = again.reconciled(es_url, index)
-    assert_sound(after.tally(site, feeds_count=False))
-    assert_reconciled(site, after, tmp_path)
+    assert_sound_then_reconciled(site, again, es_url, index, tmp_path)
 
 
 def test_an_ingest_writer_killed_mid_run_loses_nothing_once_run_again(
@@ -165,12 +155,10 @@ def test_an_ingest_writer_killed_mid_run_loses_nothing_once_run_again(
     checkpoint resumes it): every page stored once, no repeat of a document that was never stored."""
     index = fresh_index(es_url, request)
     seed = random.randrange(1 << 30)
-    run = ingest(4, site, es_url, index, tmp_path, during=kill_one_at_random(es_url, index, seed))
+    run = ingest(4, site, es_url, index, tmp_path,
+                 during=kill_one_at_random(es_url, index, seed, site.documents("annotate")))
     assert run.exit_codes == [0] * 4, f"seed {seed}"
-    assert_sound(run.tally(site))
-    after = run.reconciled(es_url, index)
-    assert_sound(after.tally(site, feeds_count=False))
-    assert_reconciled(site, after, tmp_path)
+    assert_sound_then_reconciled(site, run, es_url, index, tmp_path)
 
 
 @pytest.mark.cluster
@@ -187,17 +175,13 @@ def test_a_cluster_node_killed_under_four_crawlers_loses_nothing(
     proc = zhdedup("es", "install", "--url", urls, "--index", index, "--shards", "3")
     assert proc.returncode == 0, proc.stderr
     rng = random.Random()
-    node, delay = rng.randint(1, 3), rng.uniform(0, 3)
+    node, target = rng.randint(1, 3), share_of(rng, site.documents("drop"))
 
     def kill_node(procs: list[subprocess.Popen[bytes]]) -> None:
-        wait_for(lambda: first_document(cluster.urls[node - 1], index), procs[0], "a first document in the index")
-        time.sleep(delay)
+        running_at(urls, index, target, procs, f"node {node}")
         cluster.kill(node)
 
     run = crawl(4, site, urls, index, redis_url, tmp_path, during=kill_node)
-    assert run.exit_codes == [0] * 4, f"node {node} killed {delay:.1f} s after the first document"
-    assert_sound(run.tally(site))
-    after = run.reconciled(urls, index)
-    assert_sound(after.tally(site, feeds_count=False))
-    assert_reconciled(site, after, tmp_path)
+    assert run.exit_codes == [0] * 4, f"node {node} killed once the index held {target} documents"
+    assert_sound_then_reconciled(site, run, urls, index, tmp_path)
 
