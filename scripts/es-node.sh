@@ -386,7 +386,7 @@ start() {
     fi
     launch
     # The 7.x and OpenSearch launchers return before the node has written its pid file: wait for it a while.
-    for ((i = 0; i < 60; i++)); do running_pid >/dev/null && break; sleep 1; done
+    for ((i = 0; i < 300; i++)); do running_pid >/dev/null && break; sleep 0.2; done
     pid=$(running_pid) || abort_start "Elasticsearch exited right after starting"
     left=$((START_TIMEOUT - (SECONDS - began)))
     wait_yellow "$pid" $((left > 10 ? left : 10)) ||
@@ -456,7 +456,7 @@ wait_yellow() {
     while ((SECONDS < deadline)); do
         http_ok "$URL/_cluster/health?wait_for_status=yellow&timeout=5s" 10 && return 0
         kill -0 "$pid" 2>/dev/null || return 1
-        sleep 1
+        sleep 0.2
     done
     return 1
 }
@@ -474,9 +474,9 @@ stop() {
         return
     fi
     kill -TERM "$pid"
-    for ((i = 0; i < 60; i++)); do
+    for ((i = 0; i < 300; i++)); do # 60 s, polled often: a stop is the wait between two runs of scripts/test.sh
         kill -0 "$pid" 2>/dev/null || { rm -f "$PID_FILE" "$RECORD"; say "stopped (pid $pid)"; return; }
-        sleep 1
+        sleep 0.2
     done
     say "pid $pid ignored SIGTERM for 60s; sending SIGKILL"
     kill -KILL "$pid" 2>/dev/null || true

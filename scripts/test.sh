@@ -2,11 +2,11 @@
 # The test command (README, .ci/run). Installs with the test extras, starts this checkout's
 # Elasticsearch 9 node on 127.0.0.1 and runs pytest; then, because the README promises the other servers
 # as well, runs the Elasticsearch tests (-m es: tests/es/ and the tests of tests/faults/ that use a node;
-# their conftests refuse a test there without its marker) again on each of them, one node after the other,
+# their conftests refuse a test there without its marker) again on each of them, one run after the other,
 # each with its client from its own virtualenv: Elasticsearch 8 (an 8.x client, .venv-es8), Elasticsearch
 # 7.10 (the es7 extra, .venv-es7) and OpenSearch 2.19 (the opensearch extra, .venv-opensearch). Each node
-# is stopped once its run is over, so one runs at a time; a node that was already running is left
-# running. The tests that need more
+# is stopped once its run is over; the next flavour's is started while the run before it goes on (one
+# suite runs at a time); a node that was already running is left running. The tests that need more
 # than the shared node start what they need themselves, once, and stop it after their module (the
 # 3-node cluster of scripts/es-cluster.sh for -m cluster, the node with security and TLS of
 # scripts/es-secure.sh for -m security, the redis-server of scripts/redis.sh for the distributed crawl);
@@ -36,9 +36,14 @@ flavour() {
 }
 
 started=()
+declare -A preparing=() was_running=() # flavour -> pid of prepare_flavour; -> 1 if its node ran before
 stop_started() {
-  local node
+  local node version
   for node in "${started[@]}"; do "$node" stop || true; done
+  for version in "${!preparing[@]}"; do
+    kill "${preparing[$version]}" 2>/dev/null || true
+    [ "${was_running[$version]}" = 1 ] || flavour "$version" stop >/dev/null 2>&1 || true
+  done
 }
 trap stop_started EXIT
 
@@ -57,18 +62,34 @@ flavour_venv() {
   esac
 }
 
-# The Elasticsearch tests on one more flavour: its node (stopped after, unless it was running), its venv.
-run_flavour() {
-  local version=$1 venv extras requirement began=$SECONDS was_running=0 frc=0
-  shift
+# Readies one flavour in the background: its venv (its client), then its node; says in .cache/flavour-VERSION.log
+# how it went. Started while the previous run goes on, so that the node is up when its turn comes.
+prepare_flavour() {
+  local version=$1 venv extras requirement
   read -r venv extras requirement <<<"$(flavour_venv "$version")"
+  mkdir -p .cache
+  {
+    VENV=$root/$venv bash scripts/bootstrap.sh "$extras" ${requirement:+"$requirement"} &&
+      flavour "$version" start >/dev/null
+  } >".cache/flavour-$version.log" 2>&1 &
+  preparing[$version]=$!
+}
+
+# The Elasticsearch tests on one more flavour (readied by prepare_flavour): its node is stopped after, unless
+# it was running before this command.
+run_flavour() {
+  local version=$1 venv began=$SECONDS frc=0
+  shift
+  read -r venv _ <<<"$(flavour_venv "$version")"
   echo "== the Elasticsearch tests again, on $version with its client ($venv)" >&2
-  VENV=$root/$venv bash scripts/bootstrap.sh "$extras" ${requirement:+"$requirement"}
-  flavour "$version" status >/dev/null 2>&1 && was_running=1
-  flavour "$version" start >/dev/null
+  if ! wait "${preparing[$version]}"; then
+    cat ".cache/flavour-$version.log" >&2
+    echo "scripts/test.sh: could not ready $version (above)" >&2
+    return 1
+  fi
   ZHDEDUP_TEST_ES_URL=$(flavour "$version" url) "$venv/bin/python" -m pytest -m "es and not fault and not cluster and not security" \
     "$@" || frc=$?
-  [ "$was_running" = 1 ] || flavour "$version" stop || true
+  [ "${was_running[$version]}" = 1 ] || flavour "$version" stop >/dev/null || true
   # Exit 5 here means the arguments selected no Elasticsearch test (the 9.x run above guards against an
   # empty suite), so there is nothing to repeat.
   [ "$frc" -eq 5 ] && echo "no Elasticsearch test among the selected ones: nothing to run on $version" >&2
@@ -97,26 +118,35 @@ if [ -n "${ZHDEDUP_TEST_ES_URL:-}" ]; then
   exit
 fi
 
-# One node after the other: measured under load on 2 cores, preparing the 8.x node while the 9.x
-# run went on made the whole command slower (803 s against 681 s), the two competing for the CPU.
-# The 9.x node is stopped before the other flavours run (when this command started it), for the same reason.
+# The suites run one after the other. The next flavour's node is readied (its venv, its start) while the
+# previous flavour's suite runs, and waits idle for its turn: a start and stop are most of a minute on
+# 2 cores, an idle node costs the running suite little. The first flavour is readied once the 9.x run is
+# over and its node stopped: readying the 8.x node while the 9.x run went on (venv included) made the whole
+# command slower under load, 803 s against 681 s, the two competing for the CPU.
 rc=0
 claim_node cluster # started by the tests that need them; stopped here if a killed run left them running
 claim_node secure
 claim_node redis # the distributed-crawl tests' queue (scripts/redis.sh), started and stopped by them
 claim_node es9
 es9 start >/dev/null
+read -r -a flavours <<<"${ZHDEDUP_TEST_FLAVOURS-8 7.10 opensearch-2}"
+for version in "${flavours[@]}"; do
+  was_running[$version]=0
+  flavour "$version" status >/dev/null 2>&1 && was_running[$version]=1
+done
 ZHDEDUP_TEST_ES_URL=$(es9 url) run_pytest .venv/bin/python "$@" || rc=$?
 
-flavours=${ZHDEDUP_TEST_FLAVOURS-8 7.10 opensearch-2}
-if [ -n "$flavours" ]; then
+if [ "${#flavours[@]}" -gt 0 ]; then
   remaining=()
   for node in "${started[@]}"; do
-    if [ "$node" = es9 ]; then es9 stop || true; else remaining+=("$node"); fi
+    if [ "$node" = es9 ]; then es9 stop >/dev/null || true; else remaining+=("$node"); fi
   done
   started=("${remaining[@]}")
+  prepare_flavour "${flavours[0]}"
 fi
-for version in $flavours; do
-  run_flavour "$version" "$@" || rc=$?
+for i in "${!flavours[@]}"; do
+  next=${flavours[i + 1]:-}
+  [ -z "$next" ] || prepare_flavour "$next"
+  run_flavour "${flavours[i]}" "$@" || rc=$?
 done
 exit "$rc"

@@ -3,7 +3,9 @@ queue (this checkout's redis-server, scripts/redis.sh) and several ``zhdedup es 
 writing one index; then writers and a cluster node killed mid-run.
 
 The site is the example's, published 12 times (examples/site/generate.py --rounds 12: 303 pages, 132
-repeats), its manifest the ground truth; examples/run_distributed.py's tally counts against it.
+repeats), its manifest the ground truth; examples/run_distributed.py's tally counts against it.  The kill
+tests crawl a site published 6 times (153 pages): what they assert does not grow with the site, and each
+kill comes at a random share of the documents the run stores, whatever its length.
 
 * Before ``es reconcile``: what several writers miss beyond what one writer alone misses (a module
   fixture runs it) must stay within 5 % of the repeats one writer finds (support/distributed.py's
@@ -16,7 +18,7 @@ repeats), its manifest the ground truth; examples/run_distributed.py's tally cou
   page judged, every article stored, in annotate mode every page), no repeat of a document neither stored
   nor delivered (so no claim a killed writer left makes a later document the repeat of nothing).
 
-The module starts redis-server once (and stops it after if it started it) and generates and serves the
+The module starts redis-server once (and stops it after if it started it) and generates and serves each
 site once; the crawl test on a 3-node cluster starts the cluster (marker ``cluster``).
 """
 
@@ -25,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import random
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,19 +35,21 @@ import pytest
 
 from examples.site.generate import generate
 from tests.support.distributed import (
+    KILL_ROUNDS,
     ROUNDS,
     RedisServer,
     Site,
     assert_few_missed,
-    assert_reconciled,
     assert_sound,
+    assert_sound_then_reconciled,
     crawl,
-    first_document,
     ingest,
     kill_one_at_random,
+    running_at,
+    share_of,
 )
 from tests.support.es_cluster import Cluster
-from tests.support.es_runs import request_json, wait_for, zhdedup
+from tests.support.es_runs import request_json, zhdedup
 from tests.support.helpers import serving
 
 pytestmark = [pytest.mark.fault, pytest.mark.es, pytest.mark.redis]
@@ -63,12 +66,22 @@ def redis_url() -> Iterator[str]:
         server.release()
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+def served_site(tmp_path_factory: pytest.TempPathFactory, rounds: int) -> Iterator[Site]:
     root = tmp_path_factory.mktemp("site") / "public"
-    manifest = generate(root, rounds=ROUNDS)
+    manifest = generate(root, rounds=rounds)
     with serving(root) as url:
         yield Site(manifest, root, url)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    yield from served_site(tmp_path_factory, ROUNDS)
+
+
+@pytest.fixture(scope="module")
+def kill_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """The smaller site of the kill tests (``KILL_ROUNDS``)."""
+    yield from served_site(tmp_path_factory, KILL_ROUNDS)
 
 
 def fresh_index(es_url: str, request: pytest.FixtureRequest) -> str:
@@ -119,11 +132,7 @@ def test_crawlers_from_one_queue_miss_no_repeat_and_lose_nothing(
     index = fresh_index(es_url, request)
     run = crawl(crawlers, site, es_url, index, redis_url, tmp_path, mode)
     assert run.exit_codes == [0] * crawlers
-    before = run.tally(site)
-    assert_sound(before)
-    after = run.reconciled(es_url, index)
-    assert_sound(after.tally(site, feeds_count=False))
-    assert_reconciled(site, after, tmp_path)
+    before = assert_sound_then_reconciled(site, run, es_url, index, tmp_path)
     assert_few_missed(before, crawl_baseline, crawlers, "crawlers")
 
 
@@ -133,49 +142,41 @@ def test_ingest_writers_on_one_index_miss_no_repeat_and_lose_nothing(
         request: pytest.FixtureRequest) -> None:
     index = fresh_index(es_url, request)
     run = ingest(writers, site, es_url, index, tmp_path)
-    before = run.tally(site)
-    assert_sound(before)
-    after = run.reconciled(es_url, index)
-    assert_sound(after.tally(site, feeds_count=False))
-    assert_reconciled(site, after, tmp_path)
+    before = assert_sound_then_reconciled(site, run, es_url, index, tmp_path)
     assert_few_missed(before, ingest_baseline, writers, "es ingest processes")
 
 
 def test_a_crawler_killed_mid_run_loses_nothing_once_the_crawl_is_run_again(
-        es_url: str, redis_url: str, site: Site, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        es_url: str, redis_url: str, kill_site: Site, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """kill -9 of one of 4 crawlers at a random moment (between judging a page and storing it, or
     anywhere else), then the crawl run again as an operator would (the queue seeded again, one crawler):
     its journal and delivery ledger are taken over, the pages the dead crawler had popped are crawled
     again; nothing lost, no repeat of a document that was never stored."""
     index = fresh_index(es_url, request)
     seed = random.randrange(1 << 30)
-    first = crawl(4, site, es_url, index, redis_url, tmp_path, during=kill_one_at_random(es_url, index, seed))
+    kill = kill_one_at_random(es_url, index, seed, kill_site.documents("drop"))
+    first = crawl(4, kill_site, es_url, index, redis_url, tmp_path, during=kill)
     assert sorted(first.exit_codes) == [-9, 0, 0, 0], f"seed {seed}"
-    again = crawl(1, site, es_url, index, redis_url, tmp_path, fresh=False)
+    again = crawl(1, kill_site, es_url, index, redis_url, tmp_path, fresh=False)
     assert again.exit_codes == [0]
-    assert_sound(again.tally(site))
-    after = again.reconciled(es_url, index)
-    assert_sound(after.tally(site, feeds_count=False))
-    assert_reconciled(site, after, tmp_path)
+    assert_sound_then_reconciled(kill_site, again, es_url, index, tmp_path)
 
 
 def test_an_ingest_writer_killed_mid_run_loses_nothing_once_run_again(
-        es_url: str, site: Site, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        es_url: str, kill_site: Site, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """kill -9 of one of 4 ``es ingest`` processes at a random moment, then that command run again (its
     checkpoint resumes it): every page stored once, no repeat of a document that was never stored."""
     index = fresh_index(es_url, request)
     seed = random.randrange(1 << 30)
-    run = ingest(4, site, es_url, index, tmp_path, during=kill_one_at_random(es_url, index, seed))
+    run = ingest(4, kill_site, es_url, index, tmp_path,
+                 during=kill_one_at_random(es_url, index, seed, kill_site.documents("annotate")))
     assert run.exit_codes == [0] * 4, f"seed {seed}"
-    assert_sound(run.tally(site))
-    after = run.reconciled(es_url, index)
-    assert_sound(after.tally(site, feeds_count=False))
-    assert_reconciled(site, after, tmp_path)
+    assert_sound_then_reconciled(kill_site, run, es_url, index, tmp_path)
 
 
 @pytest.mark.cluster
 def test_a_cluster_node_killed_under_four_crawlers_loses_nothing(
-        redis_url: str, site: Site, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        redis_url: str, kill_site: Site, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """4 crawlers on a 3-node cluster (index of 3 shards with a replica), one node SIGKILLed mid-run at a
     random moment: the crawlers go on through the other two; nothing lost, no false merge."""
     cluster = Cluster()
@@ -187,17 +188,13 @@ def test_a_cluster_node_killed_under_four_crawlers_loses_nothing(
     proc = zhdedup("es", "install", "--url", urls, "--index", index, "--shards", "3")
     assert proc.returncode == 0, proc.stderr
     rng = random.Random()
-    node, delay = rng.randint(1, 3), rng.uniform(0, 3)
+    node, target = rng.randint(1, 3), share_of(rng, kill_site.documents("drop"))
 
     def kill_node(procs: list[subprocess.Popen[bytes]]) -> None:
-        wait_for(lambda: first_document(cluster.urls[node - 1], index), procs[0], "a first document in the index")
-        time.sleep(delay)
+        running_at(urls, index, target, procs, f"node {node}")
         cluster.kill(node)
 
-    run = crawl(4, site, urls, index, redis_url, tmp_path, during=kill_node)
-    assert run.exit_codes == [0] * 4, f"node {node} killed {delay:.1f} s after the first document"
-    assert_sound(run.tally(site))
-    after = run.reconciled(urls, index)
-    assert_sound(after.tally(site, feeds_count=False))
-    assert_reconciled(site, after, tmp_path)
+    run = crawl(4, kill_site, urls, index, redis_url, tmp_path, during=kill_node)
+    assert run.exit_codes == [0] * 4, f"node {node} killed once the index held {target} documents"
+    assert_sound_then_reconciled(kill_site, run, urls, index, tmp_path)
 
