@@ -103,8 +103,8 @@ class BatchWriter:
                 unwritten.update(id(a) for a, _ in result.failed)
                 unwritten.update(map(id, result.conflicts))
                 conflicts += result.conflicts
-            again = await self._resolve(batch, conflicts)
-            await self._claim(batch, [a for a in batch.actions if a.op == "create" and id(a) not in unwritten])
+            again, landed = await self._resolve(batch, conflicts)
+            await self._claim(batch, [a for a in batch.actions if a.op == "create" and id(a) not in unwritten] + landed)
             return again
         except DeadLetterError:
             raise  # nowhere to put them: the buffer stops and tells every waiter
@@ -113,9 +113,12 @@ class BatchWriter:
             self._dead(conflicts, "conflict", exc)
             return []
 
-    async def _resolve(self, batch: PendingBatch, conflicts: list[Action]) -> list[Action]:
-        """A 409 on ``create``: the text is stored already, by another writer or by our own earlier attempt."""
-        again = []
+    async def _resolve(self, batch: PendingBatch, conflicts: list[Action]) -> tuple[list[Action], list[Action]]:
+        """A 409 on ``create``: the text is stored already, by another writer or by our own earlier attempt
+        (a retried request, or a dead writer's journal taken over).  Returns what to write again, and the
+        creates that had landed and are still originals: their keys are claimed like the batch's, since the
+        attempt that wrote them may have died before claiming."""
+        again, landed = [], []
         for action in conflicts:
             ours = Stored.from_source(action.body or {})
             assert ours is not None  # every create of ours carries its object
@@ -128,8 +131,10 @@ class BatchWriter:
             if first is None:  # deleted since the 409: write ours again
                 again.append(action)
                 continue
-            if first.doc_id == ours.doc_id:  # our retried write landed the first time
+            if first.doc_id == ours.doc_id:  # our earlier attempt landed
                 self.stats.inc("indexed")
+                if first.verdict is not None and first.verdict.status == "unique":
+                    landed.append(action)
                 continue
             self.stats.inc("conflicts")
             batch.hashes[action.id] = first
@@ -139,7 +144,7 @@ class BatchWriter:
             loser = self.writes.of_loser(action, first)
             if loser is not None:
                 again.append(loser)
-        return again
+        return again, landed
 
     async def _claim(self, batch: PendingBatch, written: list[Action]) -> None:
         """The written originals' keys claimed; one found to repeat an earlier-stamped original becomes its

@@ -208,6 +208,7 @@ class Registry:
             if not pending:
                 break
             states = yield from self.read(pending)
+            _keep_stamps(claimants, states)
             if judge:
                 yield from self._judge([c for c in claimants if c.hash not in repeats], states, verified, repeats)
             actions = []
@@ -292,6 +293,17 @@ class Registry:
         return None
 
 
+def _keep_stamps(claimants: Sequence[Claimant], states: dict[str, KeyState | None]) -> None:
+    """A claimant some key names already (claimed again: a retried write, a dead writer's journal taken
+    over) keeps the stamp it claimed with, so it is judged in its place in the order."""
+    by_hash = {c.hash: c for c in claimants}
+    for state in states.values():
+        for digest, stamp in state.owners if state is not None else ():
+            c = by_hash.get(digest)
+            if c is not None and stamp < c.stamp:
+                c.stamp = stamp
+
+
 def claimant_of(digest: str, source: dict[str, Any]) -> Claimant | None:
     """The claimant a written document's source makes: an original with features, else None."""
     stored = Stored.from_source(source)
@@ -306,7 +318,7 @@ FILLED = includes("status", "fp", "sketch", "passages", "seen_at")
 
 def fill(index: str, keys: CandidateKeys, policy: RetryPolicy | None = None) -> Steps:
     """Steps: claim the keys of every original stored in ``index`` that does not hold them yet (an index
-    made before the registry, or a writer killed between writing a document and claiming its keys);
+    made before the registry, claims that failed past their retries, a dead writer's journal not taken over);
     stopped and run again, it adds only what is missing.  Returns the originals read."""
     policy = policy or RetryPolicy()
     registry, stats = Registry(index, keys, None, policy, EsStats()), EsStats()
