@@ -148,25 +148,34 @@ class BatchWriter:
 
     async def _claim(self, batch: PendingBatch, written: list[Action]) -> None:
         """The written originals' keys claimed; one found to repeat an earlier-stamped original becomes its
-        near repeat (``batch.changed``) and its stored copy says so before the batch counts as written.  A
-        registry that cannot be written leaves the keys unclaimed (logged): the documents are stored, and
-        ``es reconcile`` claims them."""
+        near repeat (``batch.changed``) and its stored copy says so before the batch counts as written, and
+        so does the stored copy of another writer's original found to repeat one of ours claimed with an
+        earlier stamp (their claims crossed in flight; its verdict may have been returned already, as
+        ``es reconcile`` would find it).  A registry that cannot be written leaves the keys unclaimed
+        (logged): the documents are stored, and ``es reconcile`` claims them."""
         claimants = {c.hash: (c, a) for a in written if (c := claimant_of(a.id, a.body or {})) is not None}
         if not claimants:
             return
         try:
-            repeats = await adrive(self.client, self.lookups.registry.claim([c for c, _ in claimants.values()]))
+            claimed = await adrive(self.client, self.lookups.registry.claim([c for c, _ in claimants.values()]))
         except (TransportError, ApiError, LookupItemError) as exc:
             self.stats.inc("errors")
             logger.warning("zhdedup: claiming the keys of %d original(s) in %s failed (%s); `zhdedup es reconcile` "
                            "claims them", len(claimants), self.lookups.registry.name, exc)
             return
         fixes = []
-        for digest, first in repeats.items():
-            verdict, fix = self.writes.of_repeat(claimants[digest][1], first)
+        for digest, first in claimed.repeats.items():
+            ours = Stored.from_source(claimants[digest][1].body or {})
+            assert ours is not None  # an original's create carries its object
+            verdict, fix = self.writes.of_repeat(digest, ours, first)
             batch.changed[digest] = verdict
             fixes.append(fix)
             logger.info("zhdedup: %s repeats %s, which another writer claimed first", verdict.doc_id, first.doc_id)
+        for digest, (theirs, first) in claimed.marked.items():
+            verdict, fix = self.writes.of_repeat(digest, theirs, first)
+            fixes.append(fix)
+            logger.info("zhdedup: %s, stored by another writer, repeats %s, which was judged before it",
+                        verdict.doc_id, first.doc_id)
         if fixes:
             result = await adrive(self.client, self.writer.write(fixes, refresh=False))
             self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, "bulk", error)
