@@ -9,7 +9,8 @@ local index then answers with the stored copy, so later judgements of this proce
 document's verdict becomes an exact repeat of it (``PendingBatch.changed``: the verdicts are returned
 only once their batch is written).  An original whose claim finds it repeats an earlier-stamped one
 becomes a near repeat the same way, its stored copy marked (annotate) or deleted (drop) before the
-batch counts as written.
+batch counts as written; so does another writer's original that a claim finds repeats one of ours
+claimed with an earlier stamp (their claims crossed).
 """
 
 from __future__ import annotations

@@ -13,10 +13,11 @@ document is written: ``create`` when the key is absent, else ``index`` condition
 script).  **The order**: a stamp (milliseconds, writer, sequence) is taken when a document claims, and a
 document is a repeat only of an original with a smaller stamp; so nothing is dropped as the repeat of
 a document judged after it, and two documents never repeat each other.  Each time a claim reads a key
-(first, and again after a 409) the owners with a smaller stamp it had not verified are verified: a claim
-that finds its document repeats one turns it into a repeat (the caller fixes the stored copy) and
-withdraws what it claimed.  Two documents whose claims cross in flight, the later-stamped one landing
-first, both stay originals: ``es reconcile`` joins them.
+(first, and again after a 409) the owners it had not verified are verified: one with a smaller stamp
+that its document repeats turns it into a repeat (the caller fixes the stored copy) and withdraws what
+it claimed; one with a larger stamp that repeats its document claimed first without seeing it (their
+claims crossed in flight) and is returned for the caller to mark.  Of two documents sharing a key, the
+one whose conditional write lands second read the other's claim first, so crossed claims are judged too.
 
 A claim whose document does not exist (its writer was killed between the two writes, or the claim was
 withdrawn from a document since deleted) names nothing: the second multi-get does not find it, and only
