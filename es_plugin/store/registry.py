@@ -15,9 +15,10 @@ document is a repeat only of an original with a smaller stamp; so nothing is dro
 a document judged after it, and two documents never repeat each other.  Each time a claim reads a key
 (first, and again after a 409) the owners it had not verified are verified: one with a smaller stamp
 that its document repeats turns it into a repeat (the caller fixes the stored copy) and withdraws what
-it claimed; one with a larger stamp that repeats its document claimed first without seeing it (their
-claims crossed in flight) and is returned for the caller to mark.  Of two documents sharing a key, the
-one whose conditional write lands second read the other's claim first, so crossed claims are judged too.
+it claimed; one with a larger stamp that repeats its document had claimed first without seeing it
+(their claims crossed in flight), and is returned for the caller to mark.  Of two documents sharing a
+key, the one whose conditional write lands second has read the other's claim, so crossed claims are
+judged too.
 
 A claim whose document does not exist (its writer was killed between the two writes, or the claim was
 withdrawn from a document since deleted) names nothing: the second multi-get does not find it, and only
