@@ -202,7 +202,7 @@ async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsCon
         es = dataclasses.replace(es, es_dead_letter=str(checkpoint_dir / DEFAULT_NAME))
     client = make_async_client(es, caller_retries=True)  # the backend retries with its own backoff
     backend = ElasticsearchBackend(dedup, es, index_duplicates=mode == "annotate", client=client, in_order=True,
-                                   journal=False, needs=INGEST)  # journal: a rerun judges from the checkpoint
+                                   needs=INGEST)
     errors: list[BadRecordError] = []
     reader = Reader(strict, errors)
     reports = []

@@ -11,7 +11,8 @@ with bulk partial updates (core APIs only, no scripts).
 Documents whose cluster was the marked document's move to the new cluster in the same pass.
 Then the key registry follows (store/registry.py): claims of documents that are not stored originals
 (marked here, or left by a writer killed between claiming and writing) are removed, and originals
-whose keys are not claimed (a writer killed between writing and claiming) claim them.
+whose keys are not claimed (claims that failed past their retries, a killed writer's journal nobody took over)
+claim them.
 
 A reconcile stopped anywhere (killed, the node gone) leaves some changes made and some not; run it
 again and the index ends as one uninterrupted run would leave it.  A marked document says where its

@@ -92,8 +92,7 @@ async def _replay(path: Path, dedup: DedupConfig, es: EsConfig, asked: str | Non
     undelivered = [i for i in mine if records[i].get("stage") == "lookup"]  # a crawl could not judge them
     es = dataclasses.replace(es, es_dead_letter=str(path))  # refused again: back into the same file
     client = make_async_client(es, caller_retries=True)
-    backend = ElasticsearchBackend(dedup, es, index_duplicates=mode == "annotate", client=client,
-                                   journal=False, needs=REPLAY)  # journal: its lines stay until stored
+    backend = ElasticsearchBackend(dedup, es, index_duplicates=mode == "annotate", client=client, needs=REPLAY)
     counts: Counter[str] = Counter()
     errors: list[BadRecordError] = []
     reader = Reader(False, errors)

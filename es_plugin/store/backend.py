@@ -131,16 +131,13 @@ class ElasticsearchBackend(Backend):
 
     def __init__(self, dedup: DedupConfig, es: EsConfig, *, stats: Any = None, index_duplicates: bool = False,
                  client: AsyncElasticsearch | None = None, backoff_base: float = 0.5,
-                 backoff_cap: float = BACKOFF_CAP, workers: int = 1, in_order: bool = False, journal: bool = True,
+                 backoff_cap: float = BACKOFF_CAP, workers: int = 1, in_order: bool = False,
                  needs: Needs = CRAWL) -> None:
         """``workers`` > 1: :meth:`judge` prepares items on that many processes (``ZHDEDUP_WORKERS``).
         ``in_order``: a lookup batch starts only when the one before it returned, at most
         ``MAX_LOOKUP_BATCH`` items each, instead of gathering for ``ZHDEDUP_ES_BATCH_WINDOW`` (groupcommit.py;
-        ``es ingest``); the verdicts are those of arrival order either way (judging.py).
-        ``journal=False``: buffered documents are not kept on disk (journal.py), for a caller that can
-        judge them again after a kill (``es ingest`` from its checkpoint, ``es replay`` from its file);
-        what dead writers left is taken over either way.  ``needs``: the privileges checked at open on a
-        secured cluster (privileges.py)."""
+        ``es ingest``); the verdicts are those of arrival order either way (judging.py).  ``needs``: the
+        privileges checked at open on a secured cluster (privileges.py)."""
         _require_asyncio_reactor()
         self.dedup, self.es = dedup, es
         keys, rule = CandidateKeys.from_config(dedup), NearRule.from_config(dedup)
@@ -156,7 +153,7 @@ class ElasticsearchBackend(Backend):
         self.writer = BulkWriter(self.index, policy, self.stats)
         self.writes = VerdictWrites(self.layout, self.search, index_duplicates, ExactFilter(
             error_rate=dedup.bloom_error_rate, initial_capacity=dedup.bloom_capacity))
-        self.journal = Journal(self.dead_letters.path.parent, self.index) if journal else None
+        self.journal = Journal(self.dead_letters.path.parent, self.index)
         self.buffer = BulkBuffer(keys, rule, bulk_size=es.es_bulk_size, flush_interval=es.es_flush_interval,
                                  journal=self.journal)
         self._client = client
@@ -267,8 +264,7 @@ class ElasticsearchBackend(Backend):
             await self.flush()
         finally:
             await self.buffer.stop()
-            if self.journal is not None:
-                self.journal.close()
+            self.journal.close()
             if self._own_client and self._client is not None:
                 await self._client.close()
             self._executor.shutdown(wait=False)
@@ -296,8 +292,7 @@ class ElasticsearchBackend(Backend):
                 count = f"documents not counted ({exc})"
             self._loaded = (f"Elasticsearch index {self.index} at {self.url}: {count} (template "
                             f"{report['template_action']}, index {report['index_action']})")
-            if self.journal is not None:
-                self.journal.open()
+            self.journal.open()
             writer = BatchWriter(self._client, self.writer, self.lookups, self.writes, self.dead_letters, self.stats)
             await self._take_over_orphans(writer)
             self.buffer.start(writer)

@@ -9,7 +9,8 @@ local index then answers with the stored copy, so later judgements of this proce
 document's verdict becomes an exact repeat of it (``PendingBatch.changed``: the verdicts are returned
 only once their batch is written).  An original whose claim finds it repeats an earlier-stamped one
 becomes a near repeat the same way, its stored copy marked (annotate) or deleted (drop) before the
-batch counts as written.
+batch counts as written; so does another writer's original that a claim finds repeats one of ours
+claimed with an earlier stamp (their claims crossed).
 """
 
 from __future__ import annotations
@@ -103,8 +104,8 @@ class BatchWriter:
                 unwritten.update(id(a) for a, _ in result.failed)
                 unwritten.update(map(id, result.conflicts))
                 conflicts += result.conflicts
-            again = await self._resolve(batch, conflicts)
-            await self._claim(batch, [a for a in batch.actions if a.op == "create" and id(a) not in unwritten])
+            again, landed = await self._resolve(batch, conflicts)
+            await self._claim(batch, [a for a in batch.actions if a.op == "create" and id(a) not in unwritten] + landed)
             return again
         except DeadLetterError:
             raise  # nowhere to put them: the buffer stops and tells every waiter
@@ -113,9 +114,12 @@ class BatchWriter:
             self._dead(conflicts, "conflict", exc)
             return []
 
-    async def _resolve(self, batch: PendingBatch, conflicts: list[Action]) -> list[Action]:
-        """A 409 on ``create``: the text is stored already, by another writer or by our own earlier attempt."""
-        again = []
+    async def _resolve(self, batch: PendingBatch, conflicts: list[Action]) -> tuple[list[Action], list[Action]]:
+        """A 409 on ``create``: the text is stored already, by another writer or by our own earlier attempt
+        (a retried request, or a dead writer's journal taken over).  Returns what to write again, and the
+        creates that had landed and are still originals: their keys are claimed like the batch's, since the
+        attempt that wrote them may have died before claiming."""
+        again, landed = [], []
         for action in conflicts:
             ours = Stored.from_source(action.body or {})
             assert ours is not None  # every create of ours carries its object
@@ -128,8 +132,10 @@ class BatchWriter:
             if first is None:  # deleted since the 409: write ours again
                 again.append(action)
                 continue
-            if first.doc_id == ours.doc_id:  # our retried write landed the first time
+            if first.doc_id == ours.doc_id:  # our earlier attempt landed
                 self.stats.inc("indexed")
+                if first.verdict is not None and first.verdict.status == "unique":
+                    landed.append(action)
                 continue
             self.stats.inc("conflicts")
             batch.hashes[action.id] = first
@@ -139,29 +145,38 @@ class BatchWriter:
             loser = self.writes.of_loser(action, first)
             if loser is not None:
                 again.append(loser)
-        return again
+        return again, landed
 
     async def _claim(self, batch: PendingBatch, written: list[Action]) -> None:
         """The written originals' keys claimed; one found to repeat an earlier-stamped original becomes its
-        near repeat (``batch.changed``) and its stored copy says so before the batch counts as written.  A
-        registry that cannot be written leaves the keys unclaimed (logged): the documents are stored, and
-        ``es reconcile`` claims them."""
+        near repeat (``batch.changed``) and its stored copy says so before the batch counts as written, and
+        so does the stored copy of another writer's original found to repeat one of ours claimed with an
+        earlier stamp (their claims crossed in flight; its verdict may have been returned already, as
+        ``es reconcile`` would find it).  A registry that cannot be written leaves the keys unclaimed
+        (logged): the documents are stored, and ``es reconcile`` claims them."""
         claimants = {c.hash: (c, a) for a in written if (c := claimant_of(a.id, a.body or {})) is not None}
         if not claimants:
             return
         try:
-            repeats = await adrive(self.client, self.lookups.registry.claim([c for c, _ in claimants.values()]))
+            claimed = await adrive(self.client, self.lookups.registry.claim([c for c, _ in claimants.values()]))
         except (TransportError, ApiError, LookupItemError) as exc:
             self.stats.inc("errors")
             logger.warning("zhdedup: claiming the keys of %d original(s) in %s failed (%s); `zhdedup es reconcile` "
                            "claims them", len(claimants), self.lookups.registry.name, exc)
             return
         fixes = []
-        for digest, first in repeats.items():
-            verdict, fix = self.writes.of_repeat(claimants[digest][1], first)
+        for digest, first in claimed.repeats.items():
+            ours = Stored.from_source(claimants[digest][1].body or {})
+            assert ours is not None  # an original's create carries its object
+            verdict, fix = self.writes.of_repeat(digest, ours, first)
             batch.changed[digest] = verdict
             fixes.append(fix)
             logger.info("zhdedup: %s repeats %s, which another writer claimed first", verdict.doc_id, first.doc_id)
+        for digest, (theirs, first) in claimed.marked.items():
+            verdict, fix = self.writes.of_repeat(digest, theirs, first)
+            fixes.append(fix)
+            logger.info("zhdedup: %s, stored by another writer, repeats %s, which was judged before it",
+                        verdict.doc_id, first.doc_id)
         if fixes:
             result = await adrive(self.client, self.writer.write(fixes, refresh=False))
             self.dead_letters.write([self.dead_letters.record(a, None, a.body or {}, "bulk", error)

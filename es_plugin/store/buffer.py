@@ -87,7 +87,7 @@ class BatchSink(Protocol):
 class BulkBuffer:
     def __init__(self, keys: CandidateKeys, rule: NearRule, *, bulk_size: int,
                  flush_interval: float, journal: Journal | None = None) -> None:
-        """``journal`` keeps every action on disk until its batch is written (journal.py)."""
+        """``journal`` keeps every action on disk until its batch is written and claimed (journal.py)."""
         self.keys, self.rule = keys, rule
         self.journal = journal
         self.bulk_size, self.flush_interval = bulk_size, flush_interval

@@ -2,15 +2,18 @@
 
 The bulk buffer holds a lookup batch's judged documents until they are written and their keys
 claimed, which happens before their verdicts are returned (buffer.py).  A process killed in that time
-(``kill -9``, the OOM killer) took them along, and a crawl that does not fetch those pages again (a
-``JOBDIR``, an incremental crawl) never stored them.  So each buffered action is also appended to a
-journal file beside the dead-letter file, one file per batch, removed once the batch is written or
-dead-lettered.  The next writer of the same index with the same dead-letter location (a crawl,
-``es ingest``, ``es replay``) writes what a dead writer's journal holds before it judges anything,
-through the same bulk path (which claims their keys too): the index ends as if the dead writer had
-written them.  A line is the
-bulk's own JSON encoding (orjson) written with one unbuffered ``write``: ~24 µs a news document,
-against ~46 µs through ``json`` and a buffered file.
+(``kill -9``, the OOM killer) took along the documents not yet written, and the claims of those
+written: a crawl that does not fetch those pages again (a ``JOBDIR``, an incremental crawl) never
+stores them, and an ``es ingest`` rerun skips the stored ones, whose reposts would then find no
+claim.  So each buffered action is also appended to a journal file beside the dead-letter file, one
+file per batch, removed once the batch is written (or dead-lettered) and its originals' keys claimed.
+Every writer keeps one (a crawl, ``es ingest``, ``es replay``), and the next writer of the same index
+with the same dead-letter location writes what a dead writer's journal holds before it judges
+anything, through the same bulk path: a document already stored is a 409 naming itself, and is
+claimed like one written now (batchwriter.py), keeping a stamp it had claimed with (registry.py).  The
+index ends as if the dead writer had finished the batch.  A line is the bulk's own JSON encoding
+(orjson) written with one unbuffered ``write``: ~24 µs a news document, against ~46 µs through
+``json`` and a buffered file.
 
 A writer holds an exclusive ``flock`` on its journal's lock file while it lives (the kernel drops it
 when the process dies), so a live writer's journal is never taken.  A journal that cannot be written

@@ -13,10 +13,12 @@ document is written: ``create`` when the key is absent, else ``index`` condition
 script).  **The order**: a stamp (milliseconds, writer, sequence) is taken when a document claims, and a
 document is a repeat only of an original with a smaller stamp; so nothing is dropped as the repeat of
 a document judged after it, and two documents never repeat each other.  Each time a claim reads a key
-(first, and again after a 409) the owners with a smaller stamp it had not verified are verified: a claim
-that finds its document repeats one turns it into a repeat (the caller fixes the stored copy) and
-withdraws what it claimed.  Two documents whose claims cross in flight, the later-stamped one landing
-first, both stay originals: ``es reconcile`` joins them.
+(first, and again after a 409) the owners it had not verified are verified: one with a smaller stamp
+that its document repeats turns it into a repeat (the caller fixes the stored copy) and withdraws what
+it claimed; one with a larger stamp that repeats its document had claimed first without seeing it
+(their claims crossed in flight), and is returned for the caller to mark.  Of two documents sharing a
+key, the one whose conditional write lands second has read the other's claim, so crossed claims are
+judged too.
 
 A claim whose document does not exist (its writer was killed between the two writes, or the claim was
 withdrawn from a document since deleted) names nothing: the second multi-get does not find it, and only
@@ -94,6 +96,15 @@ class Claimant:
     doc_id: str
     features: Features
     stamp: str = field(default_factory=new_stamp)
+
+
+@dataclass
+class Claimed:
+    """What a claim found: claimants that repeat an earlier-stamped owner (by content hash), and owners
+    claimed with a later stamp that repeat a claimant (by content hash: the stored owner, what it repeats)."""
+
+    repeats: dict[str, Match]
+    marked: dict[str, tuple[Stored, Match]]
 
 
 @dataclass
@@ -189,18 +200,24 @@ class Registry:
     # -- claiming --------------------------------------------------------------------------------------
 
     def claim(self, claimants: Sequence[Claimant], judge: bool = True) -> Steps:
-        """Steps: add ``claimants`` (originals whose documents are written) to the owners of their keys.
+        """Steps: add ``claimants`` (originals whose documents are written) to the owners of their keys;
+        returns :class:`Claimed`.
 
-        With ``judge``, each is first verified against every owner with a smaller stamp that its key reads
-        show (at its judgement it could not have seen those claimed since); one the rule accepts makes it a
-        repeat, returned as ``{content hash: the original it repeats}``, and what it claimed meanwhile is
-        withdrawn.  Without (filling the registry from stored originals), owners are only added."""
+        With ``judge``, each is verified against every owner with a smaller stamp that its key reads show
+        (at its judgement it could not have seen those claimed since); one the rule accepts makes it a
+        repeat (``Claimed.repeats``), and what it claimed meanwhile is withdrawn.  And every owner with a
+        larger stamp that the reads show is verified against it: that owner claimed first without seeing
+        it (their claims crossed), so one the rule accepts is its repeat in the order, returned in
+        ``Claimed.marked`` for the caller to mark.  Of two documents sharing a key, the one whose
+        conditional write lands second has read the other's claim, so one of them always judges the pair.
+        Without ``judge`` (filling the registry from stored originals), owners are only added."""
         ids_of = {c.hash: key_ids(self.keys, c.features) for c in claimants}
         wanted: dict[str, list[Claimant]] = defaultdict(list)
         for c in claimants:
             for key in ids_of[c.hash]:
                 wanted[key].append(c)
         repeats: dict[str, Match] = {}
+        marked: dict[str, tuple[Stored, Match, str]] = {}  # a later owner, the claimant it repeats, that one's hash
         won: dict[str, list[str]] = defaultdict(list)
         verified: dict[str, set[str]] = defaultdict(set)
         pending = list(wanted)
@@ -208,8 +225,10 @@ class Registry:
             if not pending:
                 break
             states = yield from self.read(pending)
+            _keep_stamps(claimants, states)
             if judge:
                 yield from self._judge([c for c in claimants if c.hash not in repeats], states, verified, repeats)
+                yield from self._later([c for c in claimants if c.hash not in repeats], states, verified, marked)
             actions = []
             for key in pending:
                 state = states.get(key)
@@ -241,7 +260,7 @@ class Registry:
             logger.warning("zhdedup: %d key(s) of %s still contended after %d attempts; `zhdedup es reconcile` "
                            "claims them", len(pending), self.name, MAX_ROUNDS)
         yield from self.withdraw({digest: won[digest] for digest in repeats if won[digest]})
-        return repeats
+        return Claimed(repeats, {h: (owner, match) for h, (owner, match, by) in marked.items() if by not in repeats})
 
     def _judge(self, claimants: list[Claimant], states: dict[str, KeyState | None], verified: dict[str, set[str]],
                repeats: dict[str, Match]) -> Steps:
@@ -260,6 +279,30 @@ class Registry:
                 match = self.verify(c.features, earlier[c.hash], stored)
                 if match is not None:
                     repeats[c.hash] = match
+        return None
+
+    def _later(self, claimants: list[Claimant], states: dict[str, KeyState | None], verified: dict[str, set[str]],
+               marked: dict[str, tuple[Stored, Match, str]]) -> Steps:
+        """The owners with a larger stamp than a claimant that repeat it (see :meth:`claim`)."""
+        ours = {c.hash for c in claimants}
+        later: dict[str, list[Claimant]] = defaultdict(list)
+        for c in claimants:
+            for h, s in self.candidates(c.features, states).items():
+                if s > c.stamp and h not in ours and h not in marked and h not in verified[c.hash]:
+                    verified[c.hash].add(h)
+                    later[h].append(c)
+        if not later or self.rule is None:
+            return None
+        stored = yield from self.originals(later)
+        for h, owner in stored.items():
+            named = later[h]
+            accepted = self.rule.accept(owner.features(), np.stack([c.features.sketch.values for c in named]),
+                                        np.array([c.features.sketch.shingles for c in named]),
+                                        [c.features.fingerprint for c in named])
+            best = closest((a.similarity, named[a.position].stamp, (named[a.position], a)) for a in accepted)
+            if best is not None:
+                c, a = best
+                marked[h] = (owner, Match(c.doc_id, c.doc_id, a.distance, a.similarity, a.contained, a.reason), c.hash)
         return None
 
     def withdraw(self, claims: dict[str, list[str]]) -> Steps:
@@ -292,6 +335,17 @@ class Registry:
         return None
 
 
+def _keep_stamps(claimants: Sequence[Claimant], states: dict[str, KeyState | None]) -> None:
+    """A claimant some key names already (claimed again: a retried write, a dead writer's journal taken
+    over) keeps the stamp it claimed with, so it is judged in its place in the order."""
+    by_hash = {c.hash: c for c in claimants}
+    for state in states.values():
+        for digest, stamp in state.owners if state is not None else ():
+            c = by_hash.get(digest)
+            if c is not None and stamp < c.stamp:
+                c.stamp = stamp
+
+
 def claimant_of(digest: str, source: dict[str, Any]) -> Claimant | None:
     """The claimant a written document's source makes: an original with features, else None."""
     stored = Stored.from_source(source)
@@ -306,7 +360,7 @@ FILLED = includes("status", "fp", "sketch", "passages", "seen_at")
 
 def fill(index: str, keys: CandidateKeys, policy: RetryPolicy | None = None) -> Steps:
     """Steps: claim the keys of every original stored in ``index`` that does not hold them yet (an index
-    made before the registry, or a writer killed between writing a document and claiming its keys);
+    made before the registry, claims that failed past their retries, a dead writer's journal not taken over);
     stopped and run again, it adds only what is missing.  Returns the originals read."""
     policy = policy or RetryPolicy()
     registry, stats = Registry(index, keys, None, policy, EsStats()), EsStats()

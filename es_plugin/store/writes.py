@@ -69,15 +69,14 @@ class VerdictWrites:
         return Action("index", repeat_id(action.id, ours.doc_id),
                       self.source(verdict, item_fields(action.body or {}), words=ours.words))
 
-    def of_repeat(self, action: Action, first: Match) -> tuple[Verdict, Action]:
-        """A written original that its claim found repeats ``first`` (registry.py): its verdict, and the
-        write that makes its stored copy say so (marked in annotate mode, deleted in drop mode)."""
-        ours = Stored.from_source(action.body or {})
-        assert ours is not None and ours.fp is not None  # an original's create carries its object
-        verdict = verdict_for(ours.doc_id, action.id, ours.fp, first)
+    def of_repeat(self, digest: str, ours: Stored, first: Match) -> tuple[Verdict, Action]:
+        """A stored original that a claim found repeats ``first`` (registry.py): its verdict, and the write
+        that makes its stored copy (``_id`` ``digest``) say so (marked in annotate mode, deleted in drop mode)."""
+        assert ours.fp is not None  # an original's object carries its fingerprint
+        verdict = verdict_for(ours.doc_id, digest, ours.fp, first)
         if self.index_duplicates:
-            return verdict, Action("update", action.id, verdict_update(verdict))
-        return verdict, Action("delete", action.id)
+            return verdict, Action("update", digest, verdict_update(verdict))
+        return verdict, Action("delete", digest)
 
     def source(self, verdict: Verdict, document: dict[str, Any], features: Features | None = None,
                words: str | None = None) -> dict[str, Any]:

@@ -74,8 +74,9 @@ async def test_writers_racing_on_one_index_judge_as_one_writer(es_url: str, inde
 
 async def test_a_repeat_is_never_judged_against_a_later_stamp(es_url: str, index: str, es_client: Elasticsearch,
                                                               tmp_path: Path, texts: list[str]) -> None:
-    """Two originals repeating each other claimed with crossed stamps: the later-stamped one finds the
-    earlier and becomes its repeat, whichever claims first; the earlier never becomes the later's."""
+    """Two originals repeating each other claimed with crossed stamps: the later-stamped one is the repeat,
+    whichever claims first (claiming second, it repeats the earlier; claiming first, the earlier finds it and
+    returns it to be marked); the earlier never becomes the later's."""
     b = backend(es_url, index, tmp_path)
     await b.open()
     await b.close()
@@ -89,14 +90,18 @@ async def test_a_repeat_is_never_judged_against_a_later_stamp(es_url: str, index
             "sketch": base64.b64encode(features.sketch.to_bytes()).decode()}})
     registry = Registry(index, KEYS, RULE, RetryPolicy(0), EsStats())
     early, late = Claimant("a", "a", a_features, "1"), Claimant("b", "b", b_features, "2")
-    assert drive(es_client, registry.claim([late])) == {}  # the later claims first: nothing earlier to repeat
-    assert drive(es_client, registry.claim([early])) == {}  # the earlier sees only a later stamp
+    first = drive(es_client, registry.claim([late]))  # the later claims first: nothing earlier to repeat
+    assert (first.repeats, first.marked) == ({}, {})
+    crossed = drive(es_client, registry.claim([early]))  # the earlier sees the later's claim: its repeat
+    assert crossed.repeats == {} and list(crossed.marked) == ["b"]
+    assert crossed.marked["b"][0].doc_id == "b" and crossed.marked["b"][1].doc_id == "a"
     owners = drive(es_client, registry.read(key_ids(KEYS, a_features)))
     assert any(state and {"a", "b"} <= {h for h, _ in state.owners} for state in owners.values())
     for key in {*key_ids(KEYS, a_features), *key_ids(KEYS, b_features)}:  # again, the earlier first: now
         es_client.options(ignore_status=404).delete(index=registry_name(index), id=key)  # the later repeats it
-    assert drive(es_client, registry.claim([early])) == {}
-    repeats = drive(es_client, registry.claim([late]))
+    alone = drive(es_client, registry.claim([early]))
+    assert (alone.repeats, alone.marked) == ({}, {})
+    repeats = drive(es_client, registry.claim([late])).repeats
     assert list(repeats) == ["b"] and repeats["b"].doc_id == "a"
     after = drive(es_client, registry.read(key_ids(KEYS, b_features)))
     assert not any(state and "b" in {h for h, _ in state.owners} for state in after.values())  # withdrawn
@@ -111,7 +116,7 @@ async def test_a_claim_whose_document_was_never_written_names_nothing(
     fingerprinter = Fingerprinter(DEDUP)
     ghost = fingerprinter.features(fingerprinter.clean(text=texts[1]))
     registry = Registry(index, KEYS, RULE, RetryPolicy(0), EsStats())
-    assert drive(es_client, registry.claim([Claimant("never-written", "ghost", ghost)])) == {}
+    assert drive(es_client, registry.claim([Claimant("never-written", "ghost", ghost)])).repeats == {}
     try:
         assert (await judge(b, "later", near_repost(texts[1])))[0] == "unique"
     finally:
