@@ -253,6 +253,7 @@ class ElasticsearchBackend:
         try:
             await self.flush()
         finally:
+            self.outage.stop()  # what fails from here (a lookup still in flight) was cut by our closing
             await self.buffer.stop()
             if self.journal is not None:
                 self.journal.close()
