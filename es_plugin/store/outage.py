@@ -36,7 +36,7 @@ class Outage:
     url: str = ""
     budget: float = 0.0
     since: float | None = None  # time.monotonic() of the first failure, while the node is away
-    back: float = 0.0  # time.monotonic() of the answer that ended the last outage
+    back: float = 0.0  # time.monotonic() of the node's last answer
     held: int = 0  # items waiting for a judgement now
     peak: int = 0  # most items held at once in this outage
     failures: int = 0  # failed requests in this outage
@@ -80,9 +80,10 @@ class Outage:
             self.probe = None
 
     def failed(self, why: str, sent: float, pause: Callable[[int], float]) -> None:
-        """A request sent at ``sent`` (time.monotonic()) failed; one sent before the node was back (a
-        timeout from the restart) is retried without opening a new outage.  ``pause(n)``: the seconds
-        between the ``n``-th failed probe and the next."""
+        """A request sent at ``sent`` (time.monotonic()) failed; one sent before the node's last answer
+        (a timeout from the restart, or of the requests that all went when it came back) is retried
+        without opening an outage: the node answered since.  ``pause(n)``: the seconds between the
+        ``n``-th failed probe and the next."""
         if self.stopped or (self.since is None and sent < self.back):
             return
         self.failures += 1
@@ -101,6 +102,7 @@ class Outage:
         """A request sent at ``sent`` was answered; one sent before the node went away (answered while it
         was shutting down) does not say it is back."""
         if self.since is None or sent < self.since:
+            self.back = max(self.back, time.monotonic())
             return
         seconds = time.monotonic() - self.since
         lost = ("past the budget, what could not wait is in the dead-letter file (see the line at close)"

@@ -172,3 +172,21 @@ def test_a_request_cut_by_the_process_closing_opens_no_outage_and_is_not_retried
     with caplog.at_level(logging.WARNING), pytest.raises(ClosingError, match="client was closing"):
         run(RetryPolicy(max_retries=5, outage=outage), clock, [EsConnectionError("Server disconnected")])
     assert outage.since is None and warnings(caplog) == []
+
+
+def test_timeouts_of_the_requests_that_went_together_when_the_node_came_back_open_no_new_outage(
+        clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    """The outage fault test's crawl: the waiting requests all went once the node answered, some timed out on the
+    node just started, and that was said as a second outage (one line each way expected)."""
+    outage = Outage("http://node:9200", budget=300)
+    with caplog.at_level(logging.WARNING):
+        outage.failed("no HTTP status: the connection failed", clock.now, pause)
+        clock.now += 60
+        outage.answered(clock.now)  # the probe: the node is back, the waiters go
+        herd = clock.now + 0.1
+        clock.now += 1
+        outage.answered(herd)  # one of them answered
+        clock.now += 4
+        outage.failed("no HTTP status: the request timed out", herd, pause)  # another, sent with it, timed out
+    assert outage.since is None
+    assert len(warnings(caplog)) == 2
