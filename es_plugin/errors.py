@@ -63,3 +63,8 @@ class CheckpointError(ZhDedupError):
 
 class IngestStopped(ZhDedupError):
     """Elasticsearch stopped taking documents; the checkpoint stays before the first one not acknowledged."""
+
+
+class ClosingError(ZhDedupError):
+    """A request to Elasticsearch failed once this process had begun closing its client (Ctrl-C, the end of a
+    crawl): cut by the closing, not the node's doing; it is not retried and opens no outage (outage.py)."""

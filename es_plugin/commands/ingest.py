@@ -258,7 +258,7 @@ async def _ingest_one(backend: ElasticsearchBackend, client: AsyncElasticsearch,
         items = reader.html_dir(source, files, at["position"])
     else:
         items = reader.jsonl(source, at["position"])
-    policy = RetryPolicy(es.es_max_retries)
+    policy = RetryPolicy(es.es_max_retries, outage=backend.outage)  # waits out an outage with the backend's
     prepared = prepare(pool, items, backend.search.segments)
     async with contextlib.aclosing(skip_stored(prepared, client, es.es_index, es.es_bulk_size, counts, policy)) as stream:
         await store(backend, stream, reader, state, counts, es.es_bulk_size, concurrency, progress)

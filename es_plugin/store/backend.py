@@ -263,6 +263,7 @@ class ElasticsearchBackend(Backend):
         try:
             await self.flush()
         finally:
+            self.outage.stop()  # what fails from here (a lookup still in flight) was cut by our closing
             await self.buffer.stop()
             self.journal.close()
             if self._own_client and self._client is not None:

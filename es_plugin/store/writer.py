@@ -11,7 +11,6 @@ it to the dead-letter file (the backend; deadletter.py).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +18,8 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError
 
-from ..operations import Call, Sleep, Steps
-from .retry import RetryPolicy, reason, retryable
+from ..operations import Call, Steps
+from .retry import RetryPolicy, retryable
 from .stats import EsStats
 
 
@@ -62,46 +61,47 @@ class BulkWriter:
         ``refresh``: this request's, instead of the writer's."""
         refresh = self.refresh if refresh is None else refresh
         result = BulkResult()
-        pending, attempt = list(actions), 0
-        while pending:
-            operations = [line for action in pending for line in action.operations(self.index)]
-            sent = time.monotonic()
-            try:
-                response = yield _bulk(operations, refresh)
-            except (TransportError, ApiError) as exc:
-                if self.policy.transient(exc) and self.policy.retries(attempt, reason(exc), sent):
-                    attempt += 1
-                    self.stats.inc("retries")
-                    yield Sleep(self.policy.delay(attempt))
-                    continue
-                if not self.policy.transient(exc):
-                    self.policy.outage.answered(sent)
-                self.stats.inc("errors", len(pending))
-                result.failed += [(action, exc) for action in pending]
-                return result
-            self.policy.outage.answered(sent)
-            retry = []
-            for action, item in zip(pending, response["items"]):
-                outcome = next(iter(item.values()))
-                status = outcome["status"]
-                if status < 300 or (status == 404 and action.op == "delete"):  # a document already gone is deleted
-                    self.stats.inc("indexed", int(status < 300))  # (and not counted)
-                elif status == 409 and (action.op == "create" or action.seq is not None):
-                    result.conflicts.append(action)
-                elif retryable(outcome):
-                    retry.append((action, outcome))
-                else:
-                    self.stats.inc("errors")
-                    result.failed.append((action, outcome))
-            if retry and attempt >= self.policy.max_retries:  # the node answered: no outage to wait out
-                self.stats.inc("errors", len(retry))
-                result.failed += retry
+        pending, attempt, sent = list(actions), 0, 0.0
+        try:
+            while pending:
+                sent = yield from self.policy.ready(attempt)
+                operations = [line for action in pending for line in action.operations(self.index)]
+                try:
+                    response = yield _bulk(operations, refresh)
+                except (TransportError, ApiError) as exc:
+                    if self.policy.transient(exc) and self.policy.retries(attempt, exc, sent):
+                        attempt += 1
+                        self.stats.inc("retries")
+                        continue
+                    if not self.policy.transient(exc):
+                        self.policy.outage.answered(sent)
+                    self.stats.inc("errors", len(pending))
+                    result.failed += [(action, exc) for action in pending]
+                    return result
+                self.policy.outage.answered(sent)
                 retry = []
-            pending = [action for action, _ in retry]
-            if pending:
-                attempt += 1
-                self.stats.inc("retries", len(pending))
-                yield Sleep(self.policy.delay(attempt))
+                for action, item in zip(pending, response["items"]):
+                    outcome = next(iter(item.values()))
+                    status = outcome["status"]
+                    if status < 300 or (status == 404 and action.op == "delete"):  # a document already gone is deleted
+                        self.stats.inc("indexed", int(status < 300))  # (and not counted)
+                    elif status == 409 and (action.op == "create" or action.seq is not None):
+                        result.conflicts.append(action)
+                    elif retryable(outcome):
+                        retry.append((action, outcome))
+                    else:
+                        self.stats.inc("errors")
+                        result.failed.append((action, outcome))
+                if retry and attempt >= self.policy.max_retries:  # the node answered: no outage to wait out
+                    self.stats.inc("errors", len(retry))
+                    result.failed += retry
+                    retry = []
+                pending = [action for action, _ in retry]
+                if pending:
+                    attempt += 1
+                    self.stats.inc("retries", len(pending))
+        finally:
+            self.policy.outage.release(sent)  # a probe cut by cancellation: the next waiter probes
         return result
 
 
