@@ -62,7 +62,8 @@ from .groupcommit import Entry
 from .journal import Journal, orphans
 from .judging import JudgingCoordinator, on_thread
 from .lookups import EsLookups
-from .retry import BACKOFF_CAP, Outage, RetryPolicy
+from .outage import Outage
+from .retry import BACKOFF_CAP, RetryPolicy
 from .stats import EsStats
 from .writer import BulkWriter
 from .writes import VerdictWrites
