@@ -2,7 +2,7 @@
 
 Both judge every document of the ``recall`` benchmark's sets (synthetic and natural, four corpora) one at a
 time in arrival order: the embedded store through :class:`~scrapy_zhdedup.Deduper`, Elasticsearch
-through :class:`~es_plugin.store.backend.ElasticsearchBackend` in annotate mode (every document stored with
+through :class:`~es_plugin.backend.elasticsearch_backend.ElasticsearchBackend` in annotate mode (every document stored with
 its verdict, as the embedded store remembers every document), each set in a fresh index.  A verdict
 differs when its status, ``dup_of`` or similarity does.  The tests check agreement on small streams;
 this is the same question on the sets where clusters are large and keys common.
@@ -25,7 +25,7 @@ from benchmarks import common
 from benchmarks.runner import Benchmark, Result, corpus_option, positive
 from corpora import recall_sets
 from corpora.recall_sets import build_sets
-from es_plugin.store.backend import ElasticsearchBackend
+from es_plugin.backend.elasticsearch_backend import ElasticsearchBackend
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.config import EsConfig
 from scrapy_zhdedup.errors import EmptyTextError

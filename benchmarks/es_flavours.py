@@ -28,11 +28,11 @@ from typing import Any
 from benchmarks import common
 from benchmarks.runner import Benchmark, Result, positive
 from corpora.corpus import DEFAULT_SEED, scan_file
+from es_plugin.backend.elasticsearch_backend import ElasticsearchBackend
 from es_plugin.client import make_client
 from es_plugin.commands.pointintime import PointInTime
 from es_plugin.flavour import LegacyClient, detect, server_of
 from es_plugin.operations import drive
-from es_plugin.store.backend import ElasticsearchBackend
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 
 PREFIX = "zhdedup-bench-flavour"

@@ -52,14 +52,14 @@ from benchmarks import common
 from benchmarks.runner import Benchmark, Result
 from corpora.corpus import load_base
 from corpora.reposts import TRANSFORMS, sentences
-from es_plugin.index.document import Stored
+from es_plugin.backend.elasticsearch_backend import ElasticsearchBackend
+from es_plugin.backend.lookups import EsLookups
+from es_plugin.backend.registry import fill, key_ids
+from es_plugin.backend.retry import RetryPolicy
+from es_plugin.backend.stats import EsStats
+from es_plugin.index.document import Stored, query_features
 from es_plugin.index.template import install, template_name
 from es_plugin.operations import adrive, drive
-from es_plugin.store.backend import ElasticsearchBackend
-from es_plugin.store.lookups import EsLookups, query_features
-from es_plugin.store.registry import fill, key_ids
-from es_plugin.store.retry import RetryPolicy
-from es_plugin.store.stats import EsStats
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.nearindex import CandidateKeys

@@ -43,11 +43,12 @@ from benchmarks.common import fresh_index, run_cli
 from benchmarks.es_lookup import load, percentile, real_articles, reposts, sentence_pool
 from benchmarks.runner import Benchmark, Result, positive
 from corpora.corpus import scan_file
+from es_plugin.backend.lookups import EsLookups
+from es_plugin.backend.retry import RetryPolicy
+from es_plugin.backend.stats import EsStats
+from es_plugin.index.document import query_features
 from es_plugin.index.template import install, registry_name
 from es_plugin.operations import adrive
-from es_plugin.store.lookups import EsLookups, query_features
-from es_plugin.store.retry import RetryPolicy
-from es_plugin.store.stats import EsStats
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.nearindex import CandidateKeys

@@ -74,7 +74,7 @@ class Access:
 
     @property
     def names(self) -> list[str]:
-        """The index and its key registry (store/registry.py): every command needs the same on both."""
+        """The index and its key registry (backend/registry.py): every command needs the same on both."""
         return [self.index, f"{self.index}-keys"]
 
     def request(self) -> dict[str, Any]:

@@ -32,9 +32,9 @@ from scrapy_zhdedup.esurl import redact
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.workers import add_workers_option
 
+from ..backend.groupcommit import DEFAULT_CONCURRENCY
 from ..errors import EsIndexError, EsRequestError
 from ..index.chinese import SearchText
-from ..store.groupcommit import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
@@ -236,8 +236,8 @@ def cmd_install(args: argparse.Namespace) -> int:
         raise ConfigError("--shards must be at least 1")
     from scrapy_zhdedup.index.nearindex import CandidateKeys
 
+    from ..backend.registry import fill
     from ..privileges import INSTALL
-    from ..store.registry import fill
 
     with _client(args, INSTALL) as client:
         dedup = from_args(DedupConfig, args)

@@ -53,13 +53,13 @@ from scrapy_zhdedup.similarity.rule import NearRule
 from scrapy_zhdedup.text.validate import check_id
 from scrapy_zhdedup.workers import PreparePool
 
+from ..backend.registry import fill
+from ..backend.writer import Action, BulkWriter, describe
 from ..errors import EsIndexError, WritesRejectedError
 from ..index.chinese import segment
 from ..index.document import FIELD, STATUS, WHOLE, Stored, dedup_properties
 from ..index.template import claim_originals, ensure_layout, read_meta, template_body
 from ..operations import drive
-from ..store.registry import fill
-from ..store.writer import Action, BulkWriter, describe
 from .checkpoint import Checkpoint
 from .pointintime import PointInTime
 

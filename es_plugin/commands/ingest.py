@@ -1,6 +1,6 @@
 """``zhdedup es ingest``: load JSONL files or directories of saved pages into an index, deduplicated.
 
-Every document goes through :class:`~es_plugin.store.backend.ElasticsearchBackend`, the engine
+Every document goes through :class:`~es_plugin.backend.elasticsearch_backend.ElasticsearchBackend`, the engine
 the Scrapy pipeline uses, so an ingested corpus and a crawled one are judged alike.
 
 Inputs:
@@ -50,22 +50,22 @@ from typing import Any, NamedTuple
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from es_plugin.store.backend import ElasticsearchBackend, Indexable, IndexJob, prepare_for_index
+from es_plugin.backend.elasticsearch_backend import ElasticsearchBackend, Indexable, IndexJob, prepare_for_index
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import BadRecordError, ConfigError, EmptyTextError, InputError
 from scrapy_zhdedup.files.inputs import Damage, html_files, open_input, read_page, read_records
 from scrapy_zhdedup.model import Verdict
 from scrapy_zhdedup.workers import PreparePool
 
+from ..backend.deadletter import DEFAULT_NAME
+from ..backend.groupcommit import DEFAULT_CONCURRENCY
+from ..backend.retry import RetryPolicy
+from ..backend.stats import EsStats
 from ..client import make_async_client
 from ..errors import CheckpointError, EsUnavailableError, IngestStopped
 from ..index.document import DOC_ID
 from ..operations import adrive
 from ..privileges import INGEST
-from ..store.deadletter import DEFAULT_NAME
-from ..store.groupcommit import DEFAULT_CONCURRENCY
-from ..store.retry import RetryPolicy
-from ..store.stats import EsStats
 from .checkpoint import Checkpoint
 
 logger = logging.getLogger(__name__)

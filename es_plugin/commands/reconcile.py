@@ -9,7 +9,7 @@ rule as the embedded store (nearindex.py: a document is compared with cluster or
 and marks each still-unique document that has an earlier near or exact neighbour in another cluster,
 with bulk partial updates (core APIs only, no scripts).
 Documents whose cluster was the marked document's move to the new cluster in the same pass.
-Then the key registry follows (store/registry.py): claims of documents that are not stored originals
+Then the key registry follows (backend/registry.py): claims of documents that are not stored originals
 (marked here, or left by a writer killed between claiming and writing) are removed, and originals
 whose keys are not claimed (claims that failed past their retries, a killed writer's journal nobody took over)
 claim them.
@@ -32,12 +32,12 @@ from scrapy_zhdedup.index.nearindex import CandidateKeys, NearIndex
 from scrapy_zhdedup.model import Features, Match, verdict_for
 from scrapy_zhdedup.similarity.rule import NearRule
 
+from ..backend.registry import fill, prune
+from ..backend.writer import Action, BulkWriter, describe
 from ..errors import WritesRejectedError
 from ..index.document import DOC_ID, FIELD, REJOINED, SEEN_AT, Stored, cluster_update, verdict_update
 from ..index.template import ensure_layout, registry_name
 from ..operations import drive
-from ..store.registry import fill, prune
-from ..store.writer import Action, BulkWriter, describe
 from .pointintime import PointInTime
 
 PAGE = 5000

@@ -40,14 +40,14 @@ from scrapy_zhdedup.errors import BadRecordError, InputError
 from scrapy_zhdedup.pipelines.delivery import DeliveryLedger
 from scrapy_zhdedup.workers import PreparePool
 
+from ..backend.deadletter import keep_only, read
+from ..backend.elasticsearch_backend import ElasticsearchBackend, prepare_for_index
+from ..backend.retry import RetryPolicy
+from ..backend.stats import EsStats
 from ..client import make_async_client
 from ..index.document import DOC_ID, SHOWN, Stored, item_fields
 from ..operations import adrive
 from ..privileges import REPLAY
-from ..store.backend import ElasticsearchBackend, prepare_for_index
-from ..store.deadletter import keep_only, read
-from ..store.retry import RetryPolicy
-from ..store.stats import EsStats
 from .checkpoint import Checkpoint
 from .ingest import Item, Reader, prepare, skip_stored, store, stored_ids
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -65,7 +66,7 @@ class Stored:
     def of(cls, verdict: Verdict, seen_at: datetime, *, features: Features | None = None,
            words: str | None = None) -> Stored:
         """The object for ``verdict``; ``features`` are what later near lookups find and verify it by
-        (``lookups.query_features``), ``words`` its text segmented for search (chinese.py).
+        (:func:`query_features`), ``words`` its text segmented for search (chinese.py).
 
         Exact repeats have no features (they are never computed), so they get no key fields either:
         they are found by their hash, and leaving them out of the keys keeps a much-reposted text
@@ -215,3 +216,20 @@ def dedup_properties(layout: BandLayout) -> dict[str, Any]:
         props[name] = {"type": "keyword", "doc_values": False}
     return {FIELD: {"dynamic": "strict", "properties": props}}
 
+
+MAX_QUERY_PASSAGES = 512  # passage keys used per document: bounded registry reads
+
+
+def repeat_id(content_hash: str, doc_id: str) -> str:
+    """``_id`` of an exact repeat kept in annotate mode (the first copy owns ``_id = content_hash``)."""
+    return f"{content_hash}-{hashlib.sha1(doc_id.encode('utf-8')).hexdigest()[:16]}"
+
+
+def query_features(features: Features) -> Features:
+    """The features that stand for a document on Elasticsearch (a bounded number of passage keys)."""
+    return features._replace(passages=query_passages(features.passages))
+
+
+def query_passages(passages: Sequence[int]) -> list[int]:
+    """The passage keys that stand for a document on Elasticsearch (bounded clause count)."""
+    return list(passages[:MAX_QUERY_PASSAGES])

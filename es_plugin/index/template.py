@@ -31,7 +31,7 @@ from ..operations import Steps, adrive, drive
 from .chinese import DEFAULT_SEARCH, SearchText
 from .document import CLUSTER, FIELD, STATUS, dedup_properties
 
-Fill = Callable[[str], Steps]  # fills a registry from its index's originals (store/registry.py's fill)
+Fill = Callable[[str], Steps]  # fills a registry from its index's originals (backend/registry.py's fill)
 
 TEMPLATE_VERSION = 5  # 5: the key registry, refresh on search; 4: directed verdicts (contained, reason); 3: MinHash
 # sketch and its keys; 2: Chinese search
@@ -188,7 +188,7 @@ def _read_meta(index: str) -> Steps:
 
 
 def registry_name(index: str) -> str:
-    """The key registry beside ``index`` (store/registry.py)."""
+    """The key registry beside ``index`` (backend/registry.py)."""
     return f"{index}-keys"
 
 
@@ -363,7 +363,7 @@ def install(client: Elasticsearch, index: str, layout: BandLayout, user_properti
     :class:`EsIndexError` when an existing index does not fit, before anything is changed.
     ``fingerprint`` (``scrapy_zhdedup.fingerprint_settings``) is recorded in a new index and checked on an existing one.
     The key registry (``<index>-keys``) is created before a new index; an existing index without a complete
-    one is refused with ``replace=False`` and, with ``replace``, upgraded: ``fill`` (store/registry.py)
+    one is refused with ``replace=False`` and, with ``replace``, upgraded: ``fill`` (backend/registry.py)
     claims its originals' keys.
     """
     return drive(client, _install(index, layout, user_properties, shards, search, replace, fingerprint, fill))

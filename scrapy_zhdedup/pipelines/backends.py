@@ -1,4 +1,4 @@
-"""Where verdicts are made: the embedded store in-process, or Elasticsearch (``es_plugin.store.backend``).
+"""Where verdicts are made: the embedded store in-process, or Elasticsearch (``es_plugin.backend.elasticsearch_backend``).
 
 The pipeline talks to either through :class:`Backend`, so drop/annotate logic, stats and item
 handling exist once.  ``ZHDEDUP_BACKEND`` names one (``embedded``, ``elasticsearch``) or gives the
@@ -33,7 +33,7 @@ T = TypeVar("T")
 
 BACKENDS = {
     "embedded": "scrapy_zhdedup.pipelines.backends.EmbeddedBackend",
-    "elasticsearch": "es_plugin.store.backend.ElasticsearchBackend",
+    "elasticsearch": "es_plugin.backend.elasticsearch_backend.ElasticsearchBackend",
 }
 
 

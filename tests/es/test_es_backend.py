@@ -14,10 +14,11 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from corpora.reposts import combo
+from es_plugin.backend.groupcommit import Entry
+from es_plugin.backend.judging import Turns
+from es_plugin.backend.lookups import EsLookups
 from es_plugin.index.chinese import SearchText, segment
-from es_plugin.store.groupcommit import Entry
-from es_plugin.store.judging import Turns
-from es_plugin.store.lookups import EsLookups, repeat_id
+from es_plugin.index.document import repeat_id
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.text.clean import TextCleaner, content_hash
@@ -402,7 +403,7 @@ def test_the_clients_lines_are_quiet_unless_debug_was_asked_for(settings: dict[s
 
     from scrapy.settings import Settings
 
-    from es_plugin.store.backend import quiet_transport
+    from es_plugin.backend.elasticsearch_backend import quiet_transport
 
     transport = logging.getLogger("elastic_transport")
     saved = transport.level

@@ -17,18 +17,18 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
+from es_plugin.backend.batchwriter import bulk_parts
+from es_plugin.backend.elasticsearch_backend import ElasticsearchBackend
+from es_plugin.backend.groupcommit import Entry
+from es_plugin.backend.lookups import EsLookups
+from es_plugin.backend.registry import Claimant
+from es_plugin.backend.retry import RetryPolicy
+from es_plugin.backend.stats import EsStats
+from es_plugin.backend.writer import Action
 from es_plugin.client import check_reachable, make_client
 from es_plugin.errors import EsUnavailableError, LookupItemError
 from es_plugin.index.template import install, registry_name
 from es_plugin.operations import drive
-from es_plugin.store.backend import ElasticsearchBackend
-from es_plugin.store.batchwriter import bulk_parts
-from es_plugin.store.groupcommit import Entry
-from es_plugin.store.lookups import EsLookups
-from es_plugin.store.registry import Claimant
-from es_plugin.store.retry import RetryPolicy
-from es_plugin.store.stats import EsStats
-from es_plugin.store.writer import Action
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.nearindex import CandidateKeys
@@ -183,7 +183,7 @@ async def test_a_bulk_sent_in_two_parts_through_an_outage_loses_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Both requests of a split batch meet a dead node, then one item is rejected for good: the rest is
     stored once, the rejected one is dead-lettered, nothing is lost."""
-    monkeypatch.setattr("es_plugin.store.batchwriter.MIN_BULK_PART", 1)  # a batch of two or more goes in two requests
+    monkeypatch.setattr("es_plugin.backend.batchwriter.MIN_BULK_PART", 1)  # a batch of two or more goes in two requests
     digests = [content_hash(TextCleaner().clean(text=t)) for t in TEXTS]
     assert len(bulk_parts([Action("create", d) for d in digests])) == 2
     install(es_client, index, BandLayout.from_config(DEDUP), {"price": {"type": "integer"}})
@@ -203,7 +203,7 @@ async def test_a_bulk_sent_in_two_parts_through_an_outage_loses_nothing(
             return parts(actions)
 
         cutting = [True]
-        monkeypatch.setattr("es_plugin.store.batchwriter.bulk_parts", cut_first)
+        monkeypatch.setattr("es_plugin.backend.batchwriter.bulk_parts", cut_first)
         fingerprinter = Fingerprinter(DEDUP)
         verdicts = await b.judge_many([  # one lookup batch, written as one bulk batch
             Entry(fingerprinter.prepare(f"doc-{i}", text=text),
@@ -233,7 +233,7 @@ def test_non_asyncio_reactor_is_refused() -> None:
         from twisted.internet import epollreactor
         epollreactor.install()
         from scrapy_zhdedup.config import DedupConfig, EsConfig
-        from es_plugin.store.backend import ElasticsearchBackend
+        from es_plugin.backend.elasticsearch_backend import ElasticsearchBackend
         from scrapy_zhdedup.errors import ZhDedupError
         try:
             ElasticsearchBackend(DedupConfig(), EsConfig())

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
+from es_plugin.backend.groupcommit import DEFAULT_CONCURRENCY
 from es_plugin.commands.ingest import ingest, open_checkpoint
 from es_plugin.errors import EsIndexError
 from es_plugin.index.template import install
-from es_plugin.store.groupcommit import DEFAULT_CONCURRENCY
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import BadRecordError, LayoutMismatchError

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from elasticsearch import Elasticsearch
 
+from es_plugin.backend.lookups import EsLookups
+from es_plugin.backend.registry import Claimant, Registry
+from es_plugin.backend.retry import RetryPolicy
+from es_plugin.backend.stats import EsStats
 from es_plugin.index.document import Stored
 from es_plugin.index.template import install
 from es_plugin.operations import drive
-from es_plugin.store.lookups import EsLookups
-from es_plugin.store.registry import Claimant, Registry
-from es_plugin.store.retry import RetryPolicy
-from es_plugin.store.stats import EsStats
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.nearindex import MAX_POSTINGS, CandidateKeys, NearIndex

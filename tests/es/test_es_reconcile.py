@@ -13,11 +13,11 @@ from elasticsearch import Elasticsearch
 import es_plugin.commands.reconcile as reconcile_module
 from corpora.corpus import normalize
 from corpora.reposts import edit_chars
+from es_plugin.backend.elasticsearch_backend import ElasticsearchBackend
+from es_plugin.backend.registry import Registry
+from es_plugin.backend.writer import Action, BulkWriter
 from es_plugin.commands.reconcile import reconcile
 from es_plugin.operations import Steps, drive
-from es_plugin.store.backend import ElasticsearchBackend
-from es_plugin.store.registry import Registry
-from es_plugin.store.writer import Action, BulkWriter
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.deduper import Deduper
 

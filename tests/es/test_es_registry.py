@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from elasticsearch import Elasticsearch
 
+from es_plugin.backend.registry import OWNERS, Claimant, Registry, fill, key_ids
+from es_plugin.backend.retry import RetryPolicy
+from es_plugin.backend.stats import EsStats
 from es_plugin.commands.dedup_index import dedup_index
 from es_plugin.commands.reconcile import reconcile
 from es_plugin.errors import EsIndexError
 from es_plugin.index.template import install, registry_name
 from es_plugin.operations import drive
-from es_plugin.store.registry import OWNERS, Claimant, Registry, fill, key_ids
-from es_plugin.store.retry import RetryPolicy
-from es_plugin.store.stats import EsStats
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.index.nearindex import CandidateKeys
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter

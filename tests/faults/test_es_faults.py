@@ -71,7 +71,7 @@ SECRET = "s3cr3t-pw-zhdedup"
 # ``zhdedup ARGS`` that exits at once (status 137, no cleanup) after its first bulk request returned.
 DIE_AFTER_FIRST_BULK = """
 import os, sys
-from es_plugin.store import writer
+from es_plugin.backend import writer
 write = writer.BulkWriter.write
 def dying(self, actions, refresh=None):
     result = yield from write(self, actions, refresh)
@@ -86,7 +86,7 @@ sys.exit(main(sys.argv[1:]))
 # documents written, their keys not yet claimed) or to the key registry ("keys": claims partly made) returned.
 KILL_AFTER_BULK = """
 import os, signal, sys
-from es_plugin.store import writer
+from es_plugin.backend import writer
 kind, after = sys.argv[1], int(sys.argv[2])
 write, seen = writer.BulkWriter.write, [0]
 def dying(self, actions, refresh=None):

@@ -9,7 +9,7 @@ import pytest
 
 from corpora.corpus import normalize
 from corpora.reposts import add_header_footer, edit_chars
-from es_plugin.store.backend import ElasticsearchBackend
+from es_plugin.backend.elasticsearch_backend import ElasticsearchBackend
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 

@@ -7,12 +7,12 @@ from datetime import datetime, timezone
 
 from elasticsearch import Elasticsearch
 
+from es_plugin.backend.registry import Claimant, Registry
+from es_plugin.backend.retry import RetryPolicy
+from es_plugin.backend.stats import EsStats
 from es_plugin.index.document import Stored
 from es_plugin.index.template import install
 from es_plugin.operations import drive
-from es_plugin.store.registry import Claimant, Registry
-from es_plugin.store.retry import RetryPolicy
-from es_plugin.store.stats import EsStats
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.index.nearindex import CandidateKeys

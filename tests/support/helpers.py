@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from es_plugin.store.backend import ElasticsearchBackend
+from es_plugin.backend.elasticsearch_backend import ElasticsearchBackend
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from es_plugin.store.buffer import MAX_BULK_BYTES, BulkBuffer, PendingBatch, size_of
-from es_plugin.store.groupcommit import LookupWindow
-from es_plugin.store.writer import Action
+from es_plugin.backend.buffer import MAX_BULK_BYTES, BulkBuffer, PendingBatch, size_of
+from es_plugin.backend.groupcommit import LookupWindow
+from es_plugin.backend.writer import Action
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ZhDedupError
 from scrapy_zhdedup.index.nearindex import CandidateKeys
@@ -73,7 +73,7 @@ def test_in_order_batches_go_one_after_another_in_arrival_order() -> None:
 def test_a_large_batch_goes_in_parts_that_keep_each_document_in_one_part_in_order() -> None:
     """A node indexes one bulk request of a one-shard index on one thread: a batch of 1,000 goes as two
     requests at once, and actions on one document (an update after its create) stay together, in order."""
-    from es_plugin.store.batchwriter import MIN_BULK_PART, bulk_parts
+    from es_plugin.backend.batchwriter import MIN_BULK_PART, bulk_parts
 
     actions = [Action("create", f"d{i}", {"n": i}) for i in range(1000)]
     actions += [Action("update", f"d{i}", {"after": i}) for i in range(0, 1000, 7)]

@@ -9,10 +9,10 @@ from typing import BinaryIO
 
 import pytest
 
+from es_plugin.backend.deadletter import STAT, DeadLetters, keep_only, locked, read
+from es_plugin.backend.stats import EsStats
+from es_plugin.backend.writer import Action
 from es_plugin.errors import DeadLetterError
-from es_plugin.store.deadletter import STAT, DeadLetters, keep_only, locked, read
-from es_plugin.store.stats import EsStats
-from es_plugin.store.writer import Action
 from scrapy_zhdedup.files.atomic import atomic_write
 from tests.support.helpers import Stats
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from es_plugin.store.journal import Journal, orphans
-from es_plugin.store.writer import Action
+from es_plugin.backend.journal import Journal, orphans
+from es_plugin.backend.writer import Action
 from scrapy_zhdedup.errors import StoreError
 
 

@@ -1,4 +1,4 @@
-"""The retry policy through an outage (es_plugin/store/retry.py, outage.py), on a clock of its own: requests retry
+"""The retry policy through an outage (es_plugin/backend/retry.py, outage.py), on a clock of its own: requests retry
 while the node is away for less than the budget, one probe at a time, give up past it, and the log says so in one
 line each way; a request cut by the process's own closing says nothing."""
 
@@ -12,12 +12,12 @@ from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
 from elastic_transport import ConnectionError as EsConnectionError
 from elasticsearch import ApiError
 
+from es_plugin.backend import retry
+from es_plugin.backend.outage import PROBE_POLL
+from es_plugin.backend.retry import BACKOFF_CAP, Outage, RetryPolicy
+from es_plugin.backend.stats import EsStats
 from es_plugin.errors import ClosingError
 from es_plugin.operations import Sleep
-from es_plugin.store import retry
-from es_plugin.store.outage import PROBE_POLL
-from es_plugin.store.retry import BACKOFF_CAP, Outage, RetryPolicy
-from es_plugin.store.stats import EsStats
 
 
 def pause(n: int) -> float:

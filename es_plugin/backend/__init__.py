@@ -1,4 +1,4 @@
-"""``ZHDEDUP_BACKEND = "elasticsearch"``: judging against a shared index (``backend.py``).
+"""``ZHDEDUP_BACKEND = "elasticsearch"``: judging against a shared index (``elasticsearch_backend.py``).
 
 The coordinator (``judging.py``) looks up items that arrive together together (``groupcommit.py``,
 ``lookups.py``) and decides them in arrival order; what a verdict writes (``writes.py``) waits in a

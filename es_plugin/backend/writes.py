@@ -21,9 +21,8 @@ from scrapy_zhdedup.index.bloom import ExactFilter
 from scrapy_zhdedup.model import Features, Match, Prepared, Verdict, verdict_for
 
 from ..index.chinese import SearchText
-from ..index.document import Stored, item_fields, verdict_update
+from ..index.document import Stored, item_fields, query_features, repeat_id, verdict_update
 from .buffer import Pending
-from .lookups import query_features, repeat_id
 from .writer import Action
 
 

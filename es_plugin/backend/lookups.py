@@ -9,7 +9,6 @@ What they read of the stored ``zhdedup`` objects, and how they decode it, is doc
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,13 +22,6 @@ from ..operations import Steps
 from .registry import Registry
 from .retry import RetryPolicy, got_all
 from .stats import EsStats
-
-MAX_QUERY_PASSAGES = 512  # passage keys used per document: bounded registry reads
-
-
-def repeat_id(content_hash: str, doc_id: str) -> str:
-    """``_id`` of an exact repeat kept in annotate mode (the first copy owns ``_id = content_hash``)."""
-    return f"{content_hash}-{hashlib.sha1(doc_id.encode('utf-8')).hexdigest()[:16]}"
 
 
 @dataclass
@@ -64,14 +56,3 @@ class EsLookups:
         """Steps: for each document's features, the stored original the rule accepts and prefers (registry.py)."""
         answers = yield from self.registry.near(features)
         return answers
-
-
-def query_features(features: Features) -> Features:
-    """The features that stand for a document on Elasticsearch (a bounded number of passage keys)."""
-    return features._replace(passages=query_passages(features.passages))
-
-
-def query_passages(passages: Sequence[int]) -> list[int]:
-    """The passage keys that stand for a document on Elasticsearch (bounded clause count)."""
-    return list(passages[:MAX_QUERY_PASSAGES])
-

@@ -41,12 +41,12 @@ from scrapy_zhdedup.similarity.rule import closest
 from scrapy_zhdedup.text.clean import decode_html
 
 from ..errors import LookupFailedError, LookupItemError
-from ..index.document import FIELD
+from ..index.document import FIELD, query_features, repeat_id
 from ..operations import adrive
 from .buffer import BulkBuffer
 from .deadletter import DeadLetters
 from .groupcommit import Entry, LookupWindow
-from .lookups import EsLookups, query_features, repeat_id
+from .lookups import EsLookups
 from .registry import FLUSHED_AGE
 from .retry import reason
 from .writes import VerdictWrites

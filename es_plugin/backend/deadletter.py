@@ -8,7 +8,7 @@ gets a repeat from its replay).
 
 Nothing may vanish between "judged" and "stored", so this file is the last resort, and it must
 itself never fail silently: it is checked for writability when a run starts, and a failed write
-raises :class:`DeadLetterError` naming the file (the caller stops; see backend.py).
+raises :class:`DeadLetterError` naming the file (the caller stops; see elasticsearch_backend.py).
 
 Several processes may share one file (crawlers, ``zhdedup es replay``), so every append holds an
 exclusive ``flock``, and ``replay`` rewrites the file atomically under the same lock.  A writer
