@@ -43,7 +43,7 @@ def embedded(docs: Sequence[recall_sets.Doc]) -> list[Outcome]:
     deduper, out = Deduper(DedupConfig()), []
     for doc in docs:
         try:
-            out.append(outcome(deduper.check(doc.id, text=doc.text)))
+            out.append(outcome(deduper.judge(doc.id, text=doc.text)))
         except EmptyTextError:
             out.append(None)
     return out

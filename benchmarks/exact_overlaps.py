@@ -124,8 +124,8 @@ def check() -> None:
     clean = deduper.fingerprinter.clean
     truth = exact(*(frozenset(shingle_hashes(clean(text=t)).tolist()) for t in (edited, text)))
     with ExactOverlaps().patched():
-        deduper.check("a", text=text)
-        verdict = deduper.check("b", text=edited)
+        deduper.judge("a", text=text)
+        verdict = deduper.judge("b", text=edited)
     expect(verdict.dup_of == "a" and (verdict.similarity, verdict.contained) == (rounded(truth.jaccard),
                                                                                    rounded(truth.contained)),
            f"ExactOverlaps: {verdict} does not carry the exact overlap {truth}")

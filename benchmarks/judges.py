@@ -38,7 +38,7 @@ def ours(**options: Any) -> Judge:
         deduper = Deduper(config)
         for doc in docs:
             try:
-                verdict = deduper.check(doc.id, text=doc.text)
+                verdict = deduper.judge(doc.id, text=doc.text)
             except EmptyTextError:
                 yield None
                 continue

@@ -97,7 +97,7 @@ class Ours:
         with self.overlaps().patched() if self.overlaps else contextlib.nullcontext():
             for doc in docs:
                 try:
-                    verdict = deduper.check(doc.id, text=host_lines(doc) if host_lines else doc.text)
+                    verdict = deduper.judge(doc.id, text=host_lines(doc) if host_lines else doc.text)
                 except EmptyTextError:
                     yield None
                     continue

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> Result:
     def judged() -> None:
         deduper = Deduper(config)  # a fresh store in memory; the documents carry their features
         for p in prepared:
-            deduper.judge(p)
+            deduper.judge_prepared(p)
 
     parts: dict[str, float] = {
         "read the JSONL line": _cpu_us(lambda: [json.loads(line) for line in lines], n, repeat),

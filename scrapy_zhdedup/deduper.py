@@ -30,12 +30,12 @@ class Deduper:
                                    rule=NearRule.from_config(config), config=config)
         return cls(config, store)
 
-    def check(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
+    def judge(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
               encoding: str | None = None) -> Verdict:
         """Judge and remember one document (errors: :meth:`Fingerprinter.prepare`)."""
-        return self.judge(self.fingerprinter.prepare(doc_id, text=text, html=html, encoding=encoding))
+        return self.judge_prepared(self.fingerprinter.prepare(doc_id, text=text, html=html, encoding=encoding))
 
-    def judge(self, prepared: Prepared) -> Verdict:
+    def judge_prepared(self, prepared: Prepared) -> Verdict:
         """Judge and remember one document prepared here or by a worker process (workers.py), its features
         computed by :attr:`fingerprinter` if it needs them and does not carry them."""
         return judge(prepared, self.store, self.fingerprinter.features)

@@ -144,7 +144,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
                             errors.append(bad)
                             continue
                         with ctrl_c.deferred():  # stored, printed and counted together
-                            verdict = deduper.judge(prepared)
+                            verdict = deduper.judge_prepared(prepared)
                             out.write(json.dumps(verdict.record(), ensure_ascii=False) + "\n")
                             counts[verdict.status] += 1
                             if verdict.rerun:

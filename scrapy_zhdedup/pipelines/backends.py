@@ -137,7 +137,7 @@ class EmbeddedBackend(Backend):
                     document: dict[str, Any]) -> Verdict:
         # submitted now, waited for on the one judging thread: judged in arrival order, prepared in parallel
         prepared = self._preparer.submit(Job(doc_id, text, html))
-        return await self._on_worker(lambda: self.deduper.judge(prepared()))
+        return await self._on_worker(lambda: self.deduper.judge_prepared(prepared()))
 
     async def close(self) -> None:
         try:

@@ -66,7 +66,7 @@ def row(v: Verdict | dict[str, Any]) -> tuple[Any, ...]:
 @pytest.fixture(scope="module")
 def expected() -> dict[str, tuple[Any, ...]]:
     deduper = Deduper(DEDUP)
-    out = {doc_id: row(deduper.check(doc_id, text=text)) for doc_id, text in stream()}
+    out = {doc_id: row(deduper.judge(doc_id, text=text)) for doc_id, text in stream()}
     statuses = {doc_id: r[0] for doc_id, r in out.items()}
     assert [statuses[d] for d in ("quoting", "provision-1", "provision-2", "other-quote", "short-after-long")] \
         == ["unique"] * 5

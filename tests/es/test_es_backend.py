@@ -41,7 +41,7 @@ async def test_verdicts_equal_the_embedded_engine(es_url: str, index: str, tmp_p
         stream.append((f"e{i}", exact_repost(t)))
     rng.shuffle(stream)
     embedded = Deduper(DEDUP)
-    expected = [(v.status, v.dup_of, v.distance) for v in (embedded.check(i, text=t) for i, t in stream)]
+    expected = [(v.status, v.dup_of, v.distance) for v in (embedded.judge(i, text=t) for i, t in stream)]
     stats = Stats()
     b = backend(es_url, index, tmp_path, stats=stats, es_bulk_size=7, es_flush_interval=0.3)
     try:
@@ -71,7 +71,7 @@ async def test_reposts_beyond_the_simhash_bands_get_the_same_verdicts_as_embedde
     random.Random(5).shuffle(stream)
     embedded = Deduper(DEDUP)
     expected = [(v.status, v.dup_of, v.distance, v.similarity)
-                for v in (embedded.check(i, text=t) for i, t in stream)]
+                for v in (embedded.judge(i, text=t) for i, t in stream)]
     beyond = [e for e in expected if e[0] == "near" and e[2] is not None and e[2] > DEDUP.threshold]
     assert len(beyond) >= 10, "the combined edits must reach past the SimHash bands"
     b = backend(es_url, index, tmp_path, es_bulk_size=5, es_flush_interval=0.2)
@@ -97,7 +97,7 @@ async def test_batched_verdicts_equal_one_at_a_time(es_url: str, index: str, tmp
     batch += [(f"e{i}", exact_repost(t)) for i, t in enumerate(texts[15:35])]
     rng.shuffle(batch)
     embedded = Deduper(DEDUP)
-    expected = [(v.status, v.dup_of, v.distance) for v in (embedded.check(i, text=t) for i, t in stored + batch)]
+    expected = [(v.status, v.dup_of, v.distance) for v in (embedded.judge(i, text=t) for i, t in stored + batch)]
     assert sum(s == "near" for s, d, _ in expected[len(stored):] if d and d.startswith("p")) >= 5
 
     async def run(name: str, batches: list[list[tuple[str, str]]]) -> tuple[list[Any], Stats]:
@@ -188,7 +188,7 @@ async def test_overlapping_lookup_batches_decide_in_arrival_order(es_url: str, i
     stream += [(f"e{i}", exact_repost(t)) for i, t in enumerate(texts[:10])]
     rng.shuffle(stream)
     embedded = Deduper(DEDUP)
-    expected = [(v.status, v.dup_of, v.distance) for v in (embedded.check(i, text=t) for i, t in stream)]
+    expected = [(v.status, v.dup_of, v.distance) for v in (embedded.judge(i, text=t) for i, t in stream)]
     proxy = EsProxy(es_url)
     url = await proxy.start()
     b = backend(url, index, tmp_path, es_batch_window=0.005, es_bulk_size=9, es_flush_interval=0.1)

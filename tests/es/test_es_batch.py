@@ -82,7 +82,7 @@ def test_verdicts_equal_the_engine_in_read_order(es_client: Elasticsearch, index
     deduper, expected = Deduper(DEDUP), {}
     for doc_id, source in docs:  # insertion order is _seq_no order on one shard
         if doc_id not in ("empty", "notext"):
-            v = deduper.check(doc_id, text=source["text"])
+            v = deduper.judge(doc_id, text=source["text"])
             expected[doc_id] = (v.status, v.dup_of, v.distance, v.cluster)
     got = verdicts(es_client, index)
     assert {d: (g["status"], g["dup_of"], g["distance"], g["cluster"]) for d, g in got.items() if g["status"]} == expected

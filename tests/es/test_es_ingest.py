@@ -85,7 +85,7 @@ def test_jsonl_verdicts_fields_and_bad_lines(es_url: str, index: str, tmp_path: 
     report = ingest([src], DEDUP, es_config(es_url, index, tmp_path), checkpoint_dir=tmp_path / "ck")
 
     deduper = Deduper(DEDUP)
-    expected = {r["id"]: deduper.check(r["id"], text=r.get("text"), html=r.get("html")) for r in recs}
+    expected = {r["id"]: deduper.judge(r["id"], text=r.get("text"), html=r.get("html")) for r in recs}
     got = stored(es_client, index)
     assert {d: (g["status"], g["dup_of"], g["distance"]) for d, g in got.items()} == {
         d: (v.status, v.dup_of, v.distance) for d, v in expected.items()}
@@ -130,7 +130,7 @@ def test_workers_change_neither_verdicts_nor_what_is_stored(es_url: str, index: 
     assert {k: reports[1][k] for k in counts} == {k: reports[2][k] for k in counts}
 
     deduper = Deduper(DEDUP)
-    expected = {r["id"]: deduper.check(r["id"], text=r.get("text"), html=r.get("html")) for r in recs}
+    expected = {r["id"]: deduper.judge(r["id"], text=r.get("text"), html=r.get("html")) for r in recs}
     got = stored(es_client, names[2])
     assert {d: (g["status"], g["dup_of"]) for d, g in got.items()} == {
         d: (v.status, v.dup_of) for d, v in expected.items()}

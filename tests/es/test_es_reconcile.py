@@ -36,12 +36,12 @@ def pairs() -> list[tuple[str, str]]:
     deduper, out = Deduper(DEDUP), []
     for i, raw in enumerate(contents):
         text = normalize(raw)
-        if not 300 <= len(text) <= 3000 or deduper.check(str(i), text=text).status != "unique":
+        if not 300 <= len(text) <= 3000 or deduper.judge(str(i), text=text).status != "unique":
             continue
         edited = edit_chars(text, random.Random(i))
         check = Deduper(DEDUP)
-        check.check("a", text=text)
-        if check.check("b", text=edited).status == "near":
+        check.judge("a", text=text)
+        if check.judge("b", text=edited).status == "near":
             out.append((text, edited))
         if len(out) == PAIRS:
             return out

@@ -189,7 +189,7 @@ def test_a_torn_last_record_is_dropped_and_the_rest_kept(tmp_path: Path, caplog:
     assert _open_judged(store) == judged - 1
     assert "dropped a torn or damaged tail" in caplog.text
     deduper = Deduper.open(DedupConfig(), store)  # and the store goes on from there
-    assert deduper.check("new", text=ARTICLES[-1].text).status == "unique"
+    assert deduper.judge("new", text=ARTICLES[-1].text).status == "unique"
     deduper.close()
     assert _open_judged(store) == judged
 
@@ -213,7 +213,7 @@ def test_a_crash_between_snapshot_and_log_truncation_adds_nothing_twice(tmp_path
     (store / LOG_FILE).write_bytes(old_log)  # as if the process died just before emptying it
     deduper = Deduper.open(DedupConfig(), store)
     assert deduper.store.judged == judged and len(deduper.store) <= judged
-    assert deduper.check("x-again", text=CORPUS[0]["text"]).status == "exact"
+    assert deduper.judge("x-again", text=CORPUS[0]["text"]).status == "exact"
     deduper.close()
 
 
@@ -241,12 +241,12 @@ def test_every_judged_id_is_remembered_with_its_verdict_across_compaction(tmp_pa
     store = tmp_path / "store"
     deduper = Deduper.open(DedupConfig(), store)
     a, b = ARTICLES[0], ARTICLES[1]
-    deduper.check("a", text=a.text)
-    deduper.check("a-copy", text=a.text)
-    deduper.check("a-typo", text=zhtexts.edit_chars(a.text, 1, seed=1))
-    deduper.check("b", text=b.text)
+    deduper.judge("a", text=a.text)
+    deduper.judge("a-copy", text=a.text)
+    deduper.judge("a-typo", text=zhtexts.edit_chars(a.text, 1, seed=1))
+    deduper.judge("b", text=b.text)
     deduper.save()  # the first four in the snapshot, the new version of b below only in the log
-    deduper.check("b", text=zhtexts.edit_chars(b.text, 2, seed=2))
+    deduper.judge("b", text=zhtexts.edit_chars(b.text, 2, seed=2))
     deduper.store.close()
     again = Deduper.open(DedupConfig(), store)
     assert again.store.previous("never") is None
@@ -353,7 +353,7 @@ def test_a_format_1_store_is_refused_with_the_reason(tmp_path: Path) -> None:
 def test_a_store_can_be_copied_once_closed(tmp_path: Path) -> None:
     """The lock file is only a lock: a copy of a closed store opens like the original."""
     deduper = Deduper.open(DedupConfig(), tmp_path / "a")
-    deduper.check("a", text=ARTICLES[0].text)
+    deduper.judge("a", text=ARTICLES[0].text)
     deduper.close()
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     assert _open_judged(tmp_path / "b") == 1
@@ -374,4 +374,4 @@ def test_a_closed_store_refuses_to_remember(tmp_path: Path) -> None:
     deduper = Deduper.open(DedupConfig(), tmp_path)
     deduper.close()
     with pytest.raises(StoreError, match="closed"):
-        deduper.check("late", text=ARTICLES[0].text)
+        deduper.judge("late", text=ARTICLES[0].text)

@@ -98,7 +98,7 @@ def _expected(base: str, pages: list[Page], urls: list[str]) -> dict[str, tuple[
     out = {}
     for url in urls:
         try:
-            v = deduper.check(url, html=by_url[url].body)
+            v = deduper.judge(url, html=by_url[url].body)
         except EmptyTextError:
             continue
         out[url] = (v.status, v.dup_of)

@@ -47,7 +47,7 @@ def verdicts(workers: int) -> list[tuple[str, str | None, int | None] | str]:
                 out.append(type(prepared).__name__)
                 continue
             assert prepared.doc_id == job.doc_id  # in input order
-            v = deduper.judge(prepared)
+            v = deduper.judge_prepared(prepared)
             out.append((v.status, v.dup_of, v.distance))
     return out
 
@@ -61,7 +61,7 @@ def test_two_workers_judge_exactly_like_one() -> None:
     engine = []
     for doc_id, text, html in jobs():
         try:
-            v = deduper.check(doc_id, text=text, html=html)
+            v = deduper.judge(doc_id, text=text, html=html)
             engine.append((v.status, v.dup_of, v.distance))
         except EmptyTextError:
             engine.append("EmptyTextError")

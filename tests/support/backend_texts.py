@@ -25,7 +25,7 @@ def texts() -> list[str]:
     deduper, out = Deduper(DEDUP), []
     for i, raw in enumerate(contents):
         text = normalize(raw)
-        if 300 <= len(text) <= 3000 and deduper.check(str(i), text=text).status == "unique":
+        if 300 <= len(text) <= 3000 and deduper.judge(str(i), text=text).status == "unique":
             edited = _near_repost(text, i)
             if edited is not None:
                 out.append(text)
@@ -43,8 +43,8 @@ def _near_repost(text: str, seed: int) -> str | None:
         rng = random.Random(f"{seed}:{attempt}")
         edited = (edit_chars if attempt % 2 else add_header_footer)(text, rng)
         d = Deduper(DEDUP)
-        d.check("a", text=text)
-        if d.check("b", text=edited).status == "near":
+        d.judge("a", text=text)
+        if d.judge("b", text=edited).status == "near":
             return edited
     return None
 

@@ -18,7 +18,7 @@ class JudgeOnly(Backend):
     async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
                     document: dict[str, Any]) -> Verdict:
         self.documents.append(document)
-        return self.deduper.check(doc_id, text=text, html=html)
+        return self.deduper.judge(doc_id, text=text, html=html)
 
 
 class StoresDocuments(JudgeOnly):

@@ -19,7 +19,7 @@ from scrapy_zhdedup import DedupConfig, Deduper
 
 
 def judge(deduper: Deduper, doc_id: str, text: str) -> dict[str, object]:
-    v = deduper.check(doc_id, text=text)
+    v = deduper.judge(doc_id, text=text)
     return {"id": doc_id, "status": v.status, "dup_of": v.dup_of, "distance": v.distance, "cluster": v.cluster}
 
 

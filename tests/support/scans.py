@@ -38,7 +38,7 @@ def scan_records() -> list[dict[str, Any]]:
 def oracle(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The verdicts of ``records`` judged one by one in this process."""
     deduper = Deduper()
-    return [deduper.check(str(r["id"]), text=r.get("text"), html=r.get("html")).record() for r in records]
+    return [deduper.judge(str(r["id"]), text=r.get("text"), html=r.get("html")).record() for r in records]
 
 
 BAD = [

@@ -165,7 +165,7 @@ def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("a bug")
 
-    monkeypatch.setattr(Deduper, "judge", broken)
+    monkeypatch.setattr(Deduper, "judge_prepared", broken)
     with pytest.raises(ValueError, match="a bug"):
         main(["scan", "--workers", "1", str(write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "text": "一段文字"}]))])
 

@@ -31,14 +31,14 @@ def _fp(deduper: Deduper, text: str) -> int:
 
 def test_distinct_articles_are_unique(deduper: Deduper) -> None:
     for article in ARTICLES:
-        v = deduper.check(article.id, text=article.text)
+        v = deduper.judge(article.id, text=article.text)
         assert (v.status, v.dup_of, v.distance, v.cluster) == ("unique", None, None, article.id), article.id
         assert v.fingerprint is not None and not v.is_duplicate
     assert len(deduper.store) == len(ARTICLES)
 
 
 def test_distinct_short_texts_are_unique(deduper: Deduper) -> None:
-    assert {deduper.check(a.id, text=a.text).status for a in SHORT} == {"unique"}
+    assert {deduper.judge(a.id, text=a.text).status for a in SHORT} == {"unique"}
 
 
 @pytest.mark.parametrize("variant", [
@@ -50,19 +50,19 @@ def test_distinct_short_texts_are_unique(deduper: Deduper) -> None:
 ])
 def test_surface_changes_are_exact_repeats(deduper: Deduper, variant: Callable[[str], str]) -> None:
     for article in ARTICLES[:40]:
-        deduper.check(article.id, text=article.text)
+        deduper.judge(article.id, text=article.text)
     for i, article in enumerate(ARTICLES[:40]):
-        v = deduper.check(f"repost-{i}", text=variant(article.text))
+        v = deduper.judge(f"repost-{i}", text=variant(article.text))
         assert (v.status, v.dup_of, v.distance, v.cluster) == ("exact", article.id, 0, article.id)
         assert v.fingerprint is None  # answered by the content hash alone
 
 
 def test_traditional_reposts_are_exact_when_the_conversion_round_trips(deduper: Deduper) -> None:
     for article in ARTICLES[:60]:
-        deduper.check(article.id, text=article.text)
+        deduper.judge(article.id, text=article.text)
     exact = 0
     for i, article in enumerate(ARTICLES[:60]):
-        v = deduper.check(f"trad-{i}", text=zhtexts.traditional(article.text))
+        v = deduper.judge(f"trad-{i}", text=zhtexts.traditional(article.text))
         assert v.dup_of == article.id, article.id
         if zhtexts.round_trips_t2s(article.text):
             assert v.status == "exact", article.id
@@ -75,22 +75,22 @@ def test_traditional_reposts_are_exact_when_the_conversion_round_trips(deduper: 
 def test_traditional_reposts_stay_apart_without_t2s() -> None:
     plain = Deduper(DedupConfig(traditional_to_simplified=False))
     article = ARTICLES[0]
-    plain.check(article.id, text=article.text)
-    assert plain.check("trad", text=zhtexts.traditional(article.text)).status != "exact"
+    plain.judge(article.id, text=article.text)
+    assert plain.judge("trad", text=zhtexts.traditional(article.text)).status != "exact"
 
 
 def test_exact_repeats_are_found_without_fingerprinting(deduper: Deduper, monkeypatch: pytest.MonkeyPatch) -> None:
     article = ARTICLES[0]
-    deduper.check(article.id, text=article.text)
+    deduper.judge(article.id, text=article.text)
 
     def no_fingerprint(clean: str) -> int:
         raise AssertionError("an exact repeat must not be fingerprinted")
 
     monkeypatch.setattr(deduper.fingerprinter, "fingerprint", no_fingerprint)
-    v = deduper.check("copy", html=news_page(article.title, article.text).replace(f"<h1>{article.title}</h1>", ""))
+    v = deduper.judge("copy", html=news_page(article.title, article.text).replace(f"<h1>{article.title}</h1>", ""))
     assert (v.status, v.fingerprint) == ("exact", None)
     with pytest.raises(AssertionError, match="must not be fingerprinted"):
-        deduper.check("new", text=ARTICLES[1].text)
+        deduper.judge("new", text=ARTICLES[1].text)
 
 
 @pytest.mark.parametrize(("name", "edit", "min_rate"), [
@@ -107,9 +107,9 @@ def test_repost_edits_are_near_repeats_of_their_original(name: str, edit: Callab
     k = deduper.config.threshold
     found = 0  # the similarity may come from containment (attribution: a copy inside a longer text)
     for i, article in enumerate(ARTICLES[:60]):
-        original = deduper.check(article.id, text=article.text)
+        original = deduper.judge(article.id, text=article.text)
         repost_text = edit(article.text, i)
-        v = deduper.check(f"{article.id}-{name}", text=repost_text)
+        v = deduper.judge(f"{article.id}-{name}", text=repost_text)
         assert v.status != "exact", article.id
         assert v.fingerprint == _fp(deduper, repost_text)
         if v.status == "near":
@@ -126,10 +126,10 @@ def test_near_verdicts_within_k_are_always_found(deduper: Deduper) -> None:
     """The band index misses nothing: every repost within k of its original is judged near."""
     checked = 0
     for i, article in enumerate(ARTICLES[:80]):
-        original = deduper.check(article.id, text=article.text)
+        original = deduper.judge(article.id, text=article.text)
         text = zhtexts.edit_chars(article.text, 4, seed=100 + i)
         distance = hamming(_fp(deduper, text), original.fingerprint)
-        v = deduper.check(f"{article.id}-e", text=text)
+        v = deduper.judge(f"{article.id}-e", text=text)
         if distance <= deduper.config.threshold:
             assert v.status == "near" and v.distance <= distance
             checked += 1
@@ -142,7 +142,7 @@ def test_near_picks_the_most_similar_original(deduper: Deduper) -> None:
     for doc_id, version in (("far", far), ("original", original)):  # both originals: both are candidates
         prepared = deduper.fingerprinter.prepare(doc_id, text=version)
         deduper.store.add(doc_id, prepared.digest, deduper.fingerprinter.features(prepared.clean))
-    v = deduper.check("query", text=query)
+    v = deduper.judge("query", text=query)
     assert (v.status, v.dup_of, v.reason) == ("near", "original", "similar")
 
 
@@ -155,10 +155,10 @@ def test_cluster_ids_chain_to_the_first_document(deduper: Deduper) -> None:
         docs = [(f"{i}-first", article.text), (f"{i}-second", edited),
                 (f"{i}-third", zhtexts.edit_chars(edited, 2, seed=1000 + i)), (f"{i}-copy", edited)]
         for doc_id, text in docs:
-            v = deduper.check(doc_id, text=text)
+            v = deduper.judge(doc_id, text=text)
             cluster[doc_id] = v.cluster
             assert v.cluster == (doc_id if v.status == "unique" else cluster[v.dup_of])
-        assert deduper.check(f"{i}-copy", text=edited).dup_of == f"{i}-second"
+        assert deduper.judge(f"{i}-copy", text=edited).dup_of == f"{i}-second"
         chains += cluster[f"{i}-third"] == f"{i}-first"
     assert chains >= 25
 
@@ -168,37 +168,37 @@ def test_same_template_different_articles_stay_unique(deduper: Deduper) -> None:
     wrapped = [(a.id, f"{BOILERPLATE_HEAD}\n{a.text}\n{BOILERPLATE_FOOT}")
                for a in zhtexts.articles(120, min_chars=300, max_chars=600)]
     merged = [(doc_id, v.dup_of, v.distance) for doc_id, text in wrapped
-              if (v := deduper.check(doc_id, text=text)).status != "unique"]
+              if (v := deduper.judge(doc_id, text=text)).status != "unique"]
     assert merged == []
 
 
 def test_same_template_long_articles_stay_unique(deduper: Deduper) -> None:
-    verdicts = [deduper.check(a.id, text=f"{BOILERPLATE_HEAD}\n{a.text}\n{BOILERPLATE_FOOT}") for a in ARTICLES]
+    verdicts = [deduper.judge(a.id, text=f"{BOILERPLATE_HEAD}\n{a.text}\n{BOILERPLATE_FOOT}") for a in ARTICLES]
     assert {v.status for v in verdicts} == {"unique"}
 
 
 def test_site_pages_of_distinct_articles_are_unique_and_their_copies_exact(deduper: Deduper) -> None:
     for site in ("xinwen", "caijing"):
         for a in ARTICLES[:40]:
-            assert deduper.check(f"{site}/{a.id}", html=news_page(a.title, a.text, site=site)).status == (
+            assert deduper.judge(f"{site}/{a.id}", html=news_page(a.title, a.text, site=site)).status == (
                 "unique" if site == "xinwen" else "exact")
 
 
 def test_one_article_as_html_in_two_templates_and_as_gbk_bytes(deduper: Deduper) -> None:
     article = zhtexts.articles(1, encodings=("gbk",))[0]
-    a = deduper.check("xinwen", html=news_page(article.title, article.text, site="xinwen"))
+    a = deduper.judge("xinwen", html=news_page(article.title, article.text, site="xinwen"))
     gbk_page = news_page(article.title, article.text, site="caijing", charset="gbk").encode("gbk")
-    b = deduper.check("caijing", html=gbk_page)
-    c = deduper.check("text", text=f"{article.title}\n{article.text}")
+    b = deduper.judge("caijing", html=gbk_page)
+    c = deduper.judge("text", text=f"{article.title}\n{article.text}")
     assert (a.status, b.status, b.dup_of, c.status, c.dup_of) == ("unique", "exact", "xinwen", "exact", "xinwen")
 
 
 def test_short_texts_use_character_shingles(deduper: Deduper) -> None:
     found = 0
     for i, article in enumerate(SHORT):
-        deduper.check(article.id, text=article.text)
-        assert deduper.check(f"{article.id}-copy", text=zhtexts.full_width(article.text)).status == "exact"
-        v = deduper.check(f"{article.id}-typo", text=zhtexts.edit_chars(article.text, 1, seed=i))
+        deduper.judge(article.id, text=article.text)
+        assert deduper.judge(f"{article.id}-copy", text=zhtexts.full_width(article.text)).status == "exact"
+        v = deduper.judge(f"{article.id}-typo", text=zhtexts.edit_chars(article.text, 1, seed=i))
         assert v.status == "unique" or v.dup_of == article.id
         found += v.status == "near"
     assert found >= 10
@@ -206,9 +206,9 @@ def test_short_texts_use_character_shingles(deduper: Deduper) -> None:
 
 def test_judging_order_decides_which_copy_is_the_original(deduper: Deduper) -> None:
     a, b = ARTICLES[0], ARTICLES[1]
-    assert deduper.check("b", text=b.text).status == "unique"
-    assert deduper.check("a-repost", text=zhtexts.with_attribution(a.text)).status == "unique"
-    v = deduper.check("a", text=a.text)
+    assert deduper.judge("b", text=b.text).status == "unique"
+    assert deduper.judge("a-repost", text=zhtexts.with_attribution(a.text)).status == "unique"
+    v = deduper.judge("a", text=a.text)
     assert (v.status, v.dup_of) == ("near", "a-repost")
 
 
@@ -217,22 +217,22 @@ def test_judging_order_decides_which_copy_is_the_original(deduper: Deduper) -> N
     {"html": b""}, {},
 ], ids=["empty", "spaces", "punctuation", "markup-only", "no-bytes", "nothing"])
 def test_nothing_to_judge_raises_and_remembers_nothing(deduper: Deduper, kwargs: dict) -> None:
-    deduper.check("before", text=ARTICLES[0].text)
+    deduper.judge("before", text=ARTICLES[0].text)
     with pytest.raises(EmptyTextError):
-        deduper.check("empty", **kwargs)
+        deduper.judge("empty", **kwargs)
     assert len(deduper.store) == 1
 
 
 def test_nul_in_an_id_is_refused(deduper: Deduper) -> None:
     with pytest.raises(ValueError, match="NUL"):
-        deduper.check("a\x00b", text=ARTICLES[0].text)
+        deduper.judge("a\x00b", text=ARTICLES[0].text)
     assert len(deduper.store) == 0
 
 
 def test_verdict_record(deduper: Deduper) -> None:
     article = ARTICLES[0]
-    first = deduper.check("https://例子.cn/1", text=article.text)
-    repeat = deduper.check("https://例子.cn/2", text=article.text)
+    first = deduper.judge("https://例子.cn/1", text=article.text)
+    repeat = deduper.judge("https://例子.cn/2", text=article.text)
     assert first.record() == {"id": "https://例子.cn/1", "status": "unique", "dup_of": None, "reason": None,
                               "similarity": None, "contained": None, "distance": None}
     assert repeat.record() == {"id": "https://例子.cn/2", "status": "exact", "dup_of": "https://例子.cn/1",
@@ -246,8 +246,8 @@ def test_the_threshold_only_widens_candidates_the_sketch_decides() -> None:
     strict = Deduper(DedupConfig(threshold=0))
     found = []
     for i, article in enumerate(ARTICLES[:30]):
-        original = strict.check(article.id, text=article.text)
-        v = strict.check(f"{article.id}-typo", text=zhtexts.edit_chars(article.text, 1, seed=i))
+        original = strict.judge(article.id, text=article.text)
+        v = strict.judge(f"{article.id}-typo", text=zhtexts.edit_chars(article.text, 1, seed=i))
         assert v.status == "near" and v.dup_of == article.id
         assert v.fingerprint is not None and original.fingerprint is not None
         assert v.distance == hamming(v.fingerprint, original.fingerprint)
@@ -256,9 +256,9 @@ def test_the_threshold_only_widens_candidates_the_sketch_decides() -> None:
 
 
 def test_exact_repeats_are_never_fingerprinted(deduper: Deduper) -> None:
-    deduper.check("first", text=ARTICLES[0].text)
+    deduper.judge("first", text=ARTICLES[0].text)
     prepared = deduper.fingerprinter.prepare("again", text=ARTICLES[0].text)
-    verdict = deduper.judge(prepared)
+    verdict = deduper.judge_prepared(prepared)
     assert verdict.status == "exact" and verdict.fingerprint is None
     assert prepared.features is None  # never computed
 
@@ -273,7 +273,7 @@ def test_prepared_features_travel_through_pickle(deduper: Deduper) -> None:
         features.fingerprint, features.passages, features.sketch_keys)
     assert copy.features.sketch.to_bytes() == features.sketch.to_bytes()
     fresh = Deduper()
-    assert judge(copy, deduper.store) == fresh.judge(fresh.fingerprinter.prepare("a", text=ARTICLES[1].text))
+    assert judge(copy, deduper.store) == fresh.judge_prepared(fresh.fingerprinter.prepare("a", text=ARTICLES[1].text))
     unprepared = pickle.loads(pickle.dumps(deduper.fingerprinter.prepare("b", text=ARTICLES[2].text)))
     with pytest.raises(RuntimeError, match="not computed"):
         judge(unprepared, deduper.store)
@@ -301,7 +301,7 @@ STOCK_CLAUSE = "违反本法规定，构成违反治安管理行为的，由公�
 
 def _verdicts(*docs: tuple[str, str]) -> dict[str, Verdict]:
     deduper = Deduper()
-    return {doc_id: deduper.check(doc_id, text=text) for doc_id, text in docs}
+    return {doc_id: deduper.judge(doc_id, text=text) for doc_id, text in docs}
 
 
 def test_an_article_after_a_short_text_it_contains_is_not_its_repeat() -> None:
@@ -363,10 +363,10 @@ def test_attribution_lines_do_not_decide() -> None:
 def test_an_id_judged_again_with_the_same_content_gets_its_stored_verdict(deduper: Deduper) -> None:
     """A rerun or a resumed run must say what the first run said, never "exact, dup_of itself"."""
     a, b = ARTICLES[0], ARTICLES[1]
-    first = [deduper.check("a", text=a.text), deduper.check("a-copy", text=a.text),
-             deduper.check("a-typo", text=zhtexts.edit_chars(a.text, 1, seed=1)), deduper.check("b", text=b.text)]
+    first = [deduper.judge("a", text=a.text), deduper.judge("a-copy", text=a.text),
+             deduper.judge("a-typo", text=zhtexts.edit_chars(a.text, 1, seed=1)), deduper.judge("b", text=b.text)]
     judged = deduper.store.judged
-    again = [deduper.check(v.doc_id, text=t) for v, t in zip(first, [
+    again = [deduper.judge(v.doc_id, text=t) for v, t in zip(first, [
         a.text, a.text, zhtexts.edit_chars(a.text, 1, seed=1), b.text])]
     assert [v.record() for v in again] == [v.record() for v in first]
     assert [v.cluster for v in again] == [v.cluster for v in first]
@@ -377,18 +377,18 @@ def test_an_id_judged_again_with_the_same_content_gets_its_stored_verdict(dedupe
 def test_an_id_judged_again_with_other_content_is_a_new_version(deduper: Deduper) -> None:
     """Judged against everything except its own earlier versions, and remembered as the latest."""
     a, b = ARTICLES[0], ARTICLES[1]
-    deduper.check("a", text=a.text)
-    deduper.check("b", text=b.text)
-    edited = deduper.check("a", text=zhtexts.edit_chars(a.text, 2, seed=3))
+    deduper.judge("a", text=a.text)
+    deduper.judge("b", text=b.text)
+    edited = deduper.judge("a", text=zhtexts.edit_chars(a.text, 2, seed=3))
     assert (edited.status, edited.dup_of, edited.rerun) == ("unique", None, "changed")
-    moved = deduper.check("b", text=a.text)  # b now carries a's first text: an exact repeat of a's old version
+    moved = deduper.judge("b", text=a.text)  # b now carries a's first text: an exact repeat of a's old version
     assert (moved.status, moved.dup_of, moved.rerun) == ("exact", "a", "changed")
-    assert deduper.check("a", text=zhtexts.edit_chars(a.text, 2, seed=3)).rerun == "same"
+    assert deduper.judge("a", text=zhtexts.edit_chars(a.text, 2, seed=3)).rerun == "same"
 
 
 def test_a_lone_surrogate_in_the_text_or_page_is_an_invalid_document(deduper: Deduper) -> None:
     """Refused before cleaning (OpenCC would fail on it), as a bad record, with nothing remembered."""
     for kwargs in ({"text": "正文 \udfff 更多中文内容"}, {"html": "<p>正文 \ud800 更多中文内容</p>"}):
         with pytest.raises(InvalidDocumentError, match="lone surrogate"):
-            deduper.check("x", **kwargs)
+            deduper.judge("x", **kwargs)
     assert deduper.store.judged == 0

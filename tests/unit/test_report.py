@@ -84,7 +84,7 @@ def test_a_report_of_a_crawls_store_takes_the_texts_from_its_exported_items(tmp_
     writes it).  A drop-mode feed lacks the dropped repeats: they are listed, their text missing, said so."""
     records = corpus()
     deduper = Deduper.open(DedupConfig(), tmp_path / "store")
-    verdicts = [deduper.check(r["id"], text=r.get("text"), html=r.get("html")) for r in records]
+    verdicts = [deduper.judge(r["id"], text=r.get("text"), html=r.get("html")) for r in records]
     deduper.close()
     delivered = [{"url": r["id"], "title": "…", **({"text": r["text"]} if "text" in r else {"html": r["html"]})}
                  for r, v in zip(records, verdicts) if v.status == "unique"]

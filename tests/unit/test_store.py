@@ -247,7 +247,7 @@ def test_store_matches_name_the_earlier_document_and_its_cluster() -> None:
 
 def _judge_all(deduper: Deduper, docs: list[tuple[str, str]]) -> list[tuple]:
     return [(v.doc_id, v.status, v.dup_of, v.distance, v.cluster)
-            for v in (deduper.check(doc_id, text=text) for doc_id, text in docs)]
+            for v in (deduper.judge(doc_id, text=text) for doc_id, text in docs)]
 
 
 def _docs() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -337,13 +337,13 @@ def test_empty_store_round_trip(tmp_path: Path) -> None:
     Deduper.open(DedupConfig(), tmp_path).close()
     again = Deduper.open(DedupConfig(), tmp_path)
     assert len(again.store) == 0
-    assert again.check("x", text=ARTICLES[0].text).status == "unique"
+    assert again.judge("x", text=ARTICLES[0].text).status == "unique"
 
 
 def test_memory_only_store_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     deduper = Deduper.open(DedupConfig(), None)
-    deduper.check("x", text=ARTICLES[0].text)
+    deduper.judge("x", text=ARTICLES[0].text)
     deduper.save()
     assert list(tmp_path.iterdir()) == []
 
@@ -352,14 +352,14 @@ def test_ids_with_unicode_and_blank_parts_survive(tmp_path: Path) -> None:
     run = Deduper.open(DedupConfig(), tmp_path)
     ids = ["https://新闻.example/文章?id=1", "0", "  ", "a\tb"]
     for doc_id, article in zip(ids, ARTICLES):
-        run.check(doc_id, text=article.text)
+        run.judge(doc_id, text=article.text)
     run.close()
     again = Deduper.open(DedupConfig(), tmp_path)
-    assert [again.check(f"r{i}", text=a.text).dup_of for i, a in enumerate(ARTICLES[:4])] == ids
+    assert [again.judge(f"r{i}", text=a.text).dup_of for i, a in enumerate(ARTICLES[:4])] == ids
     with pytest.raises(ValueError, match="NUL"):
-        again.check("a\x00b", text=ARTICLES[5].text)
+        again.judge("a\x00b", text=ARTICLES[5].text)
     with pytest.raises(ValueError, match="no usable"):  # one rule for ids everywhere: never empty
-        again.check("", text=ARTICLES[6].text)
+        again.judge("", text=ARTICLES[6].text)
 
 
 def test_changing_the_threshold_between_runs(tmp_path: Path) -> None:
@@ -376,13 +376,13 @@ def test_changing_the_threshold_between_runs(tmp_path: Path) -> None:
 
     run1 = Deduper.open(DedupConfig(threshold=3), tmp_path / "s")
     for article, _ in pairs:
-        run1.check(article.id, text=article.text)
+        run1.judge(article.id, text=article.text)
     run1.close()
     shutil.copytree(tmp_path / "s", tmp_path / "narrow")  # each run below remembers what it judges
     narrow = Deduper.open(DedupConfig(threshold=3), tmp_path / "narrow")
     wide = Deduper.open(DedupConfig(threshold=8), tmp_path / "s")
     for store in (narrow, wide):
-        verdicts = [store.check(f"{a.id}-e", text=e) for a, e in pairs]
+        verdicts = [store.judge(f"{a.id}-e", text=e) for a, e in pairs]
         assert [(v.status, v.dup_of) for v in verdicts] == [("near", a.id) for a, _ in pairs]
         assert all(4 <= v.distance <= 8 for v in verdicts)
 
@@ -390,10 +390,10 @@ def test_changing_the_threshold_between_runs(tmp_path: Path) -> None:
 def test_changing_the_band_count_between_runs(tmp_path: Path) -> None:
     run1 = Deduper.open(DedupConfig(bands=4), tmp_path)
     for a in ARTICLES[:10]:
-        run1.check(a.id, text=a.text)
+        run1.judge(a.id, text=a.text)
     run1.close()
     run2 = Deduper.open(DedupConfig(bands=7), tmp_path)
-    verdicts = [run2.check(f"{a.id}-1", text=zhtexts.edit_chars(a.text, 1, seed=3)) for a in ARTICLES[:10]]
+    verdicts = [run2.judge(f"{a.id}-1", text=zhtexts.edit_chars(a.text, 1, seed=3)) for a in ARTICLES[:10]]
     assert sum(v.dup_of == a.id for v, a in zip(verdicts, ARTICLES)) >= 8
 
 
@@ -404,7 +404,7 @@ def test_changing_the_band_count_between_runs(tmp_path: Path) -> None:
 def saved(tmp_path: Path) -> Path:
     deduper = Deduper.open(DedupConfig(), tmp_path / "store")
     for a in ARTICLES[:5]:
-        deduper.check(a.id, text=a.text)
+        deduper.judge(a.id, text=a.text)
     deduper.close()
     return tmp_path / "store"
 
@@ -516,7 +516,7 @@ def test_a_bloom_filter_that_does_not_match_the_index_is_a_store_error(saved: Pa
 
 def test_the_reloaded_bloom_filter_knows_every_stored_text(saved: Path) -> None:
     run = Deduper.open(DedupConfig(), saved)
-    assert [run.check(f"{a.id}-again", text=a.text).status for a in ARTICLES[:5]] == ["exact"] * 5
+    assert [run.judge(f"{a.id}-again", text=a.text).status for a in ARTICLES[:5]] == ["exact"] * 5
     assert run.store.bloom_false_positives == 0
 
 
@@ -559,16 +559,16 @@ def test_a_view_read_while_the_writer_replaces_the_snapshot_reads_again(tmp_path
 
     writer = Deduper.open(DedupConfig(), tmp_path)
     for a in ARTICLES[:20]:
-        writer.check(a.id, text=a.text)
+        writer.judge(a.id, text=a.text)
     writer.save()
     for a in ARTICLES[20:30]:  # in the log, after the snapshot
-        writer.check(a.id, text=a.text)
+        writer.judge(a.id, text=a.text)
     reads = []
 
     def read_log_meanwhile(path: Path) -> embedded.ReadResult:
         if not reads:  # the first view has read the snapshot: the writer judges on and snapshots
             for a in ARTICLES[30:]:
-                writer.check(a.id, text=a.text)
+                writer.judge(a.id, text=a.text)
             writer.save()
         reads.append(path)
         return embedded.read_log(path)

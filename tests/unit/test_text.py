@@ -176,8 +176,8 @@ def test_english_text_is_judgeable() -> None:
                "6.4 percent in the first quarter, unchanged from the previous quarter.")
     deduper = Deduper()
     assert TextCleaner().clean(text=english).startswith("The National Bureau")
-    assert deduper.check("en-1", text=english).status == "unique"
-    assert deduper.check("en-2", text=english).status == "exact"
+    assert deduper.judge("en-1", text=english).status == "unique"
+    assert deduper.judge("en-2", text=english).status == "exact"
 
 
 # --- normalisation ------------------------------------------------------------------------------------
@@ -300,8 +300,8 @@ def test_huge_page_is_fingerprinted_by_its_prefix_and_hashed_whole() -> None:
     prefix = without_furniture(whole.clean[:50_000])  # what near repeats compare (furniture.py)
     fingerprint = deduper.fingerprinter.features(whole.clean).fingerprint
     assert fingerprint == deduper.fingerprinter.hasher(deduper.fingerprinter.featurizer.words(prefix))
-    first = deduper.check("a", text=whole.clean)
-    tail_edited = deduper.check("b", text=whole.clean[:-10] + "结尾这里有所不同。")
+    first = deduper.judge("a", text=whole.clean)
+    tail_edited = deduper.judge("b", text=whole.clean[:-10] + "结尾这里有所不同。")
     assert first.status == "unique"
     assert tail_edited.status == "near" and tail_edited.distance == 0  # same fingerprint, yet not the same text
 
