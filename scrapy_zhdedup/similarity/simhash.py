@@ -1,4 +1,5 @@
-"""64-bit SimHash, bit-for-bit equal to ``simhash.Simhash(features).value``.
+"""64-bit SimHash, bit-for-bit equal to ``simhash.Simhash(features).value`` (or, for :func:`of_shingle_hashes`,
+to ``simhash.Simhash([str(h) for h in hashes], hashfunc=shingle_hash64).value``).
 
 The ``simhash`` package hashes every feature with MD5 on every call and sums bit arrays
 feature by feature.  Words repeat heavily across a corpus, so we memoise each word's 8 hash
@@ -68,6 +69,39 @@ class SimHasher:
         total = sum(weights)
         sums = np.array(weights, dtype=np.float32 if total < _FLOAT32_EXACT else np.float64) @ bits
         return int.from_bytes(np.packbits(sums * 2 > total), "big")
+
+
+_SM1, _SM2, _SM3 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's constants
+
+
+def shingle_hash64(feature: bytes) -> int:
+    """The 64-bit hash of a shingle hash written in decimal: splitmix64's finaliser of the number (other bytes,
+    such as the probe ``simhash`` calls it with, are read as a big-endian number).  The reference for
+    :func:`of_shingle_hashes` (``simhash.Simhash(..., hashfunc=shingle_hash64)``), one feature at a time."""
+    z = ((int(feature) if feature.isdigit() else int.from_bytes(feature, "big")) + _SM1) & _MASK
+    z = ((z ^ (z >> 30)) * _SM2) & _MASK
+    z = ((z ^ (z >> 27)) * _SM3) & _MASK
+    return z ^ (z >> 31)
+
+
+def of_shingle_hashes(hashes: np.ndarray) -> int:
+    """SimHash of the sketch's distinct 32-bit shingle hashes (sketch.py), each a feature of weight 1 widened to
+    64 bits by :func:`shingle_hash64`: no segmentation and no MD5, only numpy over hashes already made.  A bit
+    is set when more than half the features have it set, as in ``simhash``."""
+    if not len(hashes):
+        return 0
+    with np.errstate(over="ignore"):  # multiplication mod 2**64, on purpose
+        z = hashes.astype(np.uint64) + np.uint64(_SM1)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(_SM2)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(_SM3)
+        z ^= z >> np.uint64(31)
+    bits = np.unpackbits(z.astype(">u8").view(np.uint8)).reshape(len(z), BITS)  # column 0 = bit 63
+    counts = _ones(len(z)) @ bits  # a BLAS product: several times numpy's sum down the columns; exact below 2**24
+    return int.from_bytes(np.packbits(counts * 2 > len(z)).tobytes(), "big")
+
+
+def _ones(n: int) -> np.ndarray:
+    return np.ones(n, dtype=np.float32 if n < _FLOAT32_EXACT else np.float64)
 
 
 def _digest(feature: str) -> bytes:
