@@ -16,7 +16,7 @@ from ..text.furniture import without_furniture
 from ..text.validate import check_id, check_unicode
 from .passages import passage_keys
 from .simhash import SimHasher, of_shingle_hashes
-from .sketch import features_of, shingle_hashes, sketch, sketch_of_hashes
+from .sketch import features_of, shingle_hashes, sketch_of_hashes
 from .words import Featurizer
 
 
@@ -74,8 +74,7 @@ class Fingerprinter:
         """Everything a near lookup needs, from the first ``max_chars`` characters without the furniture
         lines (furniture.py: who published it, not what it says)."""
         text = without_furniture(clean_text[: self.max_chars])
-        if self.featurizer is None:  # the SimHash of the sketch's shingle hashes: made once, for both
-            hashes = shingle_hashes(text)
-            return features_of(of_shingle_hashes(hashes), self.passages(text), sketch_of_hashes(hashes))
-        return features_of(self.fingerprint(text), self.passages(text), sketch(text))
+        hashes = shingle_hashes(text)  # by default the SimHash's features too: made once, for both
+        fingerprint = of_shingle_hashes(hashes) if self.featurizer is None else self.fingerprint(text)
+        return features_of(fingerprint, self.passages(text), sketch_of_hashes(hashes))
 
