@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 
+import numpy as np
 import pytest
 import simhash
 
@@ -154,3 +155,10 @@ def test_shingle_hash64_reads_any_bytes() -> None:
     """``simhash`` probes its hash function with b"test"; a decimal feature is read as its number."""
     assert shingle_hash64(b"12") != shingle_hash64(b"13")
     assert isinstance(shingle_hash64(b"test"), int)
+
+
+@pytest.mark.parametrize("n", [1, 2, 254, 255, 256, 510, 5000])
+def test_the_sketch_simhash_counts_bits_across_lane_chunks(n: int) -> None:
+    """The bit counts are summed 255 rows at a time: every chunk boundary gives the reference's value."""
+    hashes = np.array(sorted(random.Random(n).sample(range(1 << 32), n)), dtype=np.uint64)
+    assert of_shingle_hashes(hashes) == _reference(hashes.tolist())
