@@ -55,7 +55,8 @@ def streams(n_docs: int) -> tuple[list[list[str]], list[list[str]], int]:
     """Per document: the words the Featurizer looks up, and the features the SimHasher hashes."""
     import rjieba
 
-    fp = Fingerprinter(DedupConfig())
+    fp = Fingerprinter(DedupConfig(features="auto"))  # the caches of the word SimHash (issue 40: not the default)
+    assert fp.featurizer is not None
     words: list[list[str]] = []
     features: list[list[str]] = []
     chars = 0

@@ -76,11 +76,12 @@ class ExactOverlaps:
 
     @contextmanager
     def patched(self) -> Iterator[None]:
-        sketch, estimated, table, up_to, overlap = fingerprinter.sketch, NearIndex.verify, self.shingles, self.up_to, self.overlap
+        sketch, estimated, table, up_to, overlap = (fingerprinter.sketch_of_hashes, NearIndex.verify, self.shingles,
+                                                    self.up_to, self.overlap)
 
-        def recording(text: str) -> Sketch:
-            s = sketch(text)
-            table[s.values.tobytes(), s.shingles] = frozenset(shingle_hashes(text).tolist())
+        def recording(hashes: np.ndarray) -> Sketch:
+            s = sketch(hashes)
+            table[s.values.tobytes(), s.shingles] = frozenset(hashes.tolist())
             return s
 
         def verify(index: NearIndex, features: Features, rows: list[int]) -> list[Hit]:
@@ -101,7 +102,7 @@ class ExactOverlaps:
                                     o.contained, why))
             return hits
 
-        with mock.patch.object(fingerprinter, "sketch", recording), mock.patch.object(NearIndex, "verify", verify):
+        with mock.patch.object(fingerprinter, "sketch_of_hashes", recording), mock.patch.object(NearIndex, "verify", verify):
             yield
 
 

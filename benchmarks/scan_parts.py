@@ -5,8 +5,11 @@
 The steps of the scan's path, each timed alone over the same documents (process CPU time, so a busy
 shared machine inflates them less than wall time; best of ``--repeat``), every cache warm as on a long
 run: reading the JSONL line, cleaning (extraction where there is a page, NFKC, OpenCC), the content
-hash, rjieba's segmentation, the word weights, the SimHash, the sketch, its band keys, and judging
-against the embedded store (lookups and remembering, on features computed beforehand).  Beside them,
+hash, the shingle hashes, the SimHash made from them (the default, ``features = "sketch"``), the sketch's
+bins, its band keys, the whole features step, and judging against the embedded store (lookups and
+remembering, on features computed beforehand).  Then the word SimHash's steps, which run only with
+``--features auto`` or ``words`` (the default before issue 40): rjieba's segmentation, the word weights and
+the SimHash of the weighted words.  Beside them,
 the rensa peer's whole path per document (``rensa_scan.judge``: shingling in Python, ``RMinHash``,
 ``RMinHashLSH``) and its shingling alone.
 """
@@ -28,7 +31,8 @@ from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import EmptyTextError
 from scrapy_zhdedup.model import Prepared
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
-from scrapy_zhdedup.similarity.sketch import band_keys, sketch
+from scrapy_zhdedup.similarity.simhash import of_shingle_hashes
+from scrapy_zhdedup.similarity.sketch import band_keys, shingle_hashes, sketch_of_hashes
 from scrapy_zhdedup.similarity.words import cut
 from scrapy_zhdedup.text.clean import content_hash
 from scrapy_zhdedup.text.furniture import without_furniture
@@ -61,8 +65,11 @@ def run(args: argparse.Namespace) -> Result:
     texts = [without_furniture(p.clean[: config.max_chars]) for p in prepared]
     for p in prepared:  # features once, so the caches are warm and judging is timed on its own
         p.featured(fp.features)
-    words = [fp.featurizer.words(t) for t in texts]
-    sketches = [sketch(t) for t in texts]
+    hashes = [shingle_hashes(t) for t in texts]
+    sketches = [sketch_of_hashes(h) for h in hashes]
+    featurizer = Fingerprinter(DedupConfig(features="auto")).featurizer  # the word SimHash, on request
+    assert featurizer is not None
+    words = [featurizer.words(t) for t in texts]
     n, repeat = len(prepared), args.repeat
 
     def judged() -> None:
@@ -75,12 +82,16 @@ def run(args: argparse.Namespace) -> Result:
         "clean (extract, NFKC, OpenCC)": _cpu_us(
             lambda: [fp.cleaner.cleaned(text=r.get("text"), html=r.get("html")) for r in judgeable], n, repeat),
         "content hash": _cpu_us(lambda: [content_hash(p.clean) for p in prepared], n, repeat),
-        "segmentation (rjieba)": _cpu_us(lambda: [cut.__wrapped__(t) for t in texts], n, repeat),
-        "word weights (incl. segmentation)": _cpu_us(lambda: [fp.featurizer.words(t) for t in texts], n, repeat),
-        "SimHash of the weighted words": _cpu_us(lambda: [fp.hasher(w) for w in words], n, repeat),
-        "sketch (shingles, hashes, bins)": _cpu_us(lambda: [sketch(t) for t in texts], n, repeat),
+        "shingle hashes": _cpu_us(lambda: [shingle_hashes(t) for t in texts], n, repeat),
+        "SimHash of the shingle hashes": _cpu_us(lambda: [of_shingle_hashes(h) for h in hashes], n, repeat),
+        "sketch bins (of the shingle hashes)": _cpu_us(lambda: [sketch_of_hashes(h) for h in hashes], n, repeat),
         "band keys": _cpu_us(lambda: [band_keys(s) for s in sketches], n, repeat),
+        "features, whole step (default)": _cpu_us(lambda: [fp.features(p.clean) for p in prepared], n, repeat),
         "judge on the embedded store": _cpu_us(judged, n, repeat),
+        "--features auto: segmentation (rjieba)": _cpu_us(lambda: [cut.__wrapped__(t) for t in texts], n, repeat),
+        "--features auto: word weights (incl. segmentation)": _cpu_us(lambda: [featurizer.words(t) for t in texts],
+                                                                      n, repeat),
+        "--features auto: SimHash of the weighted words": _cpu_us(lambda: [fp.hasher(w) for w in words], n, repeat),
         "rensa peer, whole path": _cpu_us(lambda: list(rensa_scan.judge((r["id"], r["text"]) for r in records)),
                                           len(records), repeat),
         "rensa peer, its shingling alone": _cpu_us(lambda: [_shingles(r["text"]) for r in records], len(records),

@@ -25,7 +25,8 @@ PREFIX = "ZHDEDUP_"
 LAYOUT, NEAR = "layout", "near"  # DedupConfig groups: the band layout; when a candidate is a near repeat
 SCRAPY_ONLY = None  # the group of settings no command offers: they only mean something in a crawl
 T = TypeVar("T", bound="DataclassInstance")
-FeatureMode = Literal["auto", "words", "chars"]  # what the SimHash is made of (similarity/words.py)
+WordMode = Literal["auto", "words", "chars"]  # a SimHash of its own features (similarity/words.py)
+FeatureMode = Literal["sketch", WordMode]  # what the SimHash is made of (similarity/fingerprinter.py)
 Extractor = Literal["lxml", "trafilatura"]  # how a page's main text is found (text/clean.py)
 
 
@@ -80,8 +81,10 @@ class DedupConfig:
                             group=LAYOUT, valid=Range(0, 62))
     bands: int = option(0, "blocks each fingerprint is cut into; 0 = threshold + 2", group=LAYOUT,
                         valid=Range(0, 64))
-    features: FeatureMode = option("auto", "words: TF-IDF jieba words; chars: character shingles; auto: chars "
-                                           "below --short-text-chars")
+    features: FeatureMode = option("sketch", "what the SimHash is made of: sketch: the sketch's character 4-gram "
+                                             "hashes (no segmentation: the fastest); words: TF-IDF jieba words; "
+                                             "chars: character shingles; auto: chars below --short-text-chars, "
+                                             "else words")
     short_text_chars: int = option(200, "'auto' uses character shingles below this many characters",
                                    valid=AT_LEAST_0)
     shingle_size: int = option(3, "character n-gram size for 'chars'", valid=AT_LEAST_1)

@@ -12,8 +12,11 @@ Processes are started with ``spawn`` unless the caller asks for ``fork``: the Sc
 ``es dedup-index`` run threads, an event loop or connections, which ``fork`` would copy in an
 undefined state.  ``zhdedup scan`` and ``es ingest`` open their pool first, with one thread and
 nothing open, and ask for ``fork``: their workers then start with the modules already imported
-instead of importing them again (~0.4 s each), and with jieba's dictionary and IDF table, which the
-parent loads first (~0.3 s and ~90 MiB, once instead of once per worker; the pages stay shared).
+instead of importing them again (~0.4 s each), and with jieba's dictionary and IDF table when the
+fingerprints need words, which the parent then loads first (~0.3 s and ~90 MiB, once instead of once per
+worker; the pages stay shared; a caller whose step segments for another reason, such as Elasticsearch's
+words field, loads them itself before entering the pool).  The default fingerprint needs no words, and
+nothing of jieba is loaded unless a step segments.
 A forked pool's workers are ready to work when it is entered: what ``scan`` and ``es ingest`` time after
 that is their throughput, not their start-up.
 """
@@ -103,7 +106,8 @@ def _travelling(result: Any, text: Texts, featurize: Featurize) -> Any:
 def _init(config: DedupConfig) -> None:
     global _fingerprinter
     _fingerprinter = Fingerprinter(config)
-    load_dictionaries()  # a spawned worker's; a forked one has its parent's
+    if _fingerprinter.segments:
+        load_dictionaries()  # a spawned worker's; a forked one has its parent's
     gc.freeze()  # a spawned worker's modules, as the parent's before a fork (PreparePool._processes)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent stops the pool
     parent = multiprocessing.parent_process()
@@ -164,7 +168,8 @@ class PreparePool(Generic[In, Out]):
     def __enter__(self) -> PreparePool[In, Out]:
         if self.workers == 1:
             self._local = Fingerprinter(self.config)
-            load_dictionaries()
+            if self._local.segments:
+                load_dictionaries()
         else:
             self._executor = self._processes()
         return self
@@ -172,7 +177,8 @@ class PreparePool(Generic[In, Out]):
     def _processes(self) -> ProcessPoolExecutor:
         method = self._start_method()
         if method == "fork":
-            load_dictionaries()  # once, shared by the children (copy-on-write), instead of once in each
+            if Fingerprinter(self.config).segments:
+                load_dictionaries()  # once, shared by the children (copy-on-write), instead of once in each
             # What exists now (the imported modules) lives as long as the run: frozen, the garbage collector
             # never scans it again, here or in the children, whose collections would otherwise write to (and
             # so copy) every page of it.  Full collections of `es ingest` fell from 0.28 to 0.06 s.

@@ -55,6 +55,7 @@ from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import BadRecordError, ConfigError, EmptyTextError, InputError
 from scrapy_zhdedup.files.inputs import Damage, html_files, open_input, read_page, read_records
 from scrapy_zhdedup.model import Verdict
+from scrapy_zhdedup.similarity.words import load_dictionaries
 from scrapy_zhdedup.workers import PreparePool
 
 from ..backend.deadletter import DEFAULT_NAME
@@ -63,6 +64,7 @@ from ..backend.retry import RetryPolicy
 from ..backend.stats import EsStats
 from ..client import make_async_client
 from ..errors import CheckpointError, EsUnavailableError, IngestStopped
+from ..index.chinese import SearchText
 from ..index.document import DOC_ID
 from ..operations import adrive
 from ..privileges import INGEST
@@ -188,6 +190,8 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
             raise InputError(f"{source}: no such file or directory")
     # first, before the event loop, its threads and connections exist: the workers are forked
     opened = time.perf_counter()
+    if SearchText(es.es_text_field, es.es_analysis).segments:
+        load_dictionaries()  # for the words field, in this process before the fork: the workers share them
     with PreparePool(dedup, prepare_for_index, workers, fork=True, text="written") as pool:
         start_up = time.perf_counter() - opened
         report = asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,

@@ -135,10 +135,13 @@ def check_mappings(index: str, mappings: dict[str, Any], layout: BandLayout,
             differing = [f"{name}: index {recorded.get(name)!r}, this client {value!r}"
                          for name, value in fingerprint.items() if recorded.get(name) != value]
             if differing:
+                remedy = ("Ingest again into a new index (ZHDEDUP_ES_INDEX / --index): its sketches were made by "
+                          "another version of scrapy-zhdedup." if recorded.get("sketch") != fingerprint.get("sketch")
+                          else "Use the index's settings (ZHDEDUP_<NAME> / --<name>), or point ZHDEDUP_ES_INDEX "
+                               "(--index) at a new index for the new settings.")
                 raise LayoutMismatchError(
                     f"index {concrete!r} was built with other fingerprint settings ({'; '.join(differing)}); its "
-                    f"documents would silently stop matching. Use the index's settings (ZHDEDUP_<NAME> / --<name>), "
-                    f"or point ZHDEDUP_ES_INDEX (--index) at a new index for the new settings.")
+                    f"documents would silently stop matching. {remedy}")
         actual = field["properties"] if field else {}
         expected = dedup_properties(layout)[FIELD]["properties"]
         wrong = [f"zhdedup.{name} is {actual.get(name, {}).get('type', 'missing')} (needs {spec['type']})"

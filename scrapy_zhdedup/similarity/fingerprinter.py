@@ -1,7 +1,10 @@
 """The pure step: text → :class:`~scrapy_zhdedup.model.Prepared` (clean, hash), and its features.
 
 Order matters for speed: the content hash needs only the cleaned text, so exact repeats are
-answered before the costly part (segmentation and fingerprint) is ever run.
+answered before the costly part (the features) is ever run.  By default (``features = "sketch"``) the
+SimHash is made from the sketch's own shingle hashes: one pass of numpy over the text, no segmentation
+(jieba's words and their weights cost about five times the sketch per news article, benchmarks/README.md,
+and decide nothing the sketch does not).  Words are segmented only when a setting asks for word features.
 """
 
 from __future__ import annotations
@@ -12,21 +15,21 @@ from ..text.clean import TextCleaner, content_hash
 from ..text.furniture import without_furniture
 from ..text.validate import check_id, check_unicode
 from .passages import passage_keys
-from .simhash import SimHasher
-from .sketch import features_of, sketch
+from .simhash import SimHasher, of_shingle_hashes
+from .sketch import features_of, shingle_hashes, sketch_of_hashes
 from .words import Featurizer
 
 
 class Fingerprinter:
-    """Clean text → SimHash of weighted words, MinHash sketch of characters, passage keys (pure: safe
-    to call from worker threads)."""
+    """Clean text → SimHash (of the sketch's shingle hashes, or of weighted words or shingles), MinHash sketch
+    of characters, passage keys (pure: safe to call from worker threads)."""
 
     def __init__(self, config: DedupConfig) -> None:
         self.cleaner = TextCleaner(extractor=config.extractor,
                                    traditional_to_simplified=config.traditional_to_simplified)
         self.max_chars = config.max_chars
-        self.featurizer = Featurizer(config.features, short_text_chars=config.short_text_chars,
-                                     shingle_size=config.shingle_size)
+        self.featurizer = None if config.features == "sketch" else Featurizer(
+            config.features, short_text_chars=config.short_text_chars, shingle_size=config.shingle_size)
         self.hasher = SimHasher()
         self.use_passages = config.passages
         self.passage_chars = config.passage_chars
@@ -50,9 +53,16 @@ class Fingerprinter:
               encoding: str | None = None) -> str:
         return self.cleaner.clean(text=text, html=html, encoding=encoding)
 
+    @property
+    def segments(self) -> bool:
+        """Whether fingerprints need jieba's words (and so its dictionaries, ~0.3 s to load: workers.py)."""
+        return self.featurizer is not None and self.featurizer.mode != "chars"
+
     def fingerprint(self, clean_text: str) -> int:
         """SimHash of the first ``max_chars`` characters (the content hash covers the whole text)."""
         text = clean_text[: self.max_chars]
+        if self.featurizer is None:
+            return of_shingle_hashes(shingle_hashes(text))
         if self.featurizer.mode_for(text) == "words":
             return self.hasher(self.featurizer.words(text))
         return self.hasher(self.featurizer.chars(text), cache=False)  # shingles seldom repeat: not cached
@@ -64,5 +74,7 @@ class Fingerprinter:
         """Everything a near lookup needs, from the first ``max_chars`` characters without the furniture
         lines (furniture.py: who published it, not what it says)."""
         text = without_furniture(clean_text[: self.max_chars])
-        return features_of(self.fingerprint(text), self.passages(text), sketch(text))
+        hashes = shingle_hashes(text)  # by default the SimHash's features too: made once, for both
+        fingerprint = of_shingle_hashes(hashes) if self.featurizer is None else self.fingerprint(text)
+        return features_of(fingerprint, self.passages(text), sketch_of_hashes(hashes))
 

@@ -1,4 +1,5 @@
-"""64-bit SimHash, bit-for-bit equal to ``simhash.Simhash(features).value``.
+"""64-bit SimHash, bit-for-bit equal to ``simhash.Simhash(features).value`` (or, for :func:`of_shingle_hashes`,
+to ``simhash.Simhash([str(h) for h in hashes], hashfunc=shingle_hash64).value``).
 
 The ``simhash`` package hashes every feature with MD5 on every call and sums bit arrays
 feature by feature.  Words repeat heavily across a corpus, so we memoise each word's 8 hash
@@ -68,6 +69,52 @@ class SimHasher:
         total = sum(weights)
         sums = np.array(weights, dtype=np.float32 if total < _FLOAT32_EXACT else np.float64) @ bits
         return int.from_bytes(np.packbits(sums * 2 > total), "big")
+
+
+_SM1, _SM2, _SM3 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's constants
+_SM1_U, _SM2_U, _SM3_U = np.uint64(_SM1), np.uint64(_SM2), np.uint64(_SM3)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+
+def shingle_hash64(feature: bytes) -> int:
+    """The 64-bit hash of a shingle hash written in decimal: splitmix64's finaliser of the number (other bytes,
+    such as the probe ``simhash`` calls it with, are read as a big-endian number).  The reference for
+    :func:`of_shingle_hashes` (``simhash.Simhash(..., hashfunc=shingle_hash64)``), one feature at a time."""
+    z = ((int(feature) if feature.isdigit() else int.from_bytes(feature, "big")) + _SM1) & _MASK
+    z = ((z ^ (z >> 30)) * _SM2) & _MASK
+    z = ((z ^ (z >> 27)) * _SM3) & _MASK
+    return z ^ (z >> 31)
+
+
+def of_shingle_hashes(hashes: np.ndarray) -> int:
+    """SimHash of the sketch's distinct 32-bit shingle hashes (sketch.py), each a feature of weight 1 widened to
+    64 bits by :func:`shingle_hash64`: no segmentation and no MD5, only numpy over hashes already made.  A bit
+    is set when more than half the features have it set, as in ``simhash``."""
+    if not len(hashes):
+        return 0
+    z = np.asarray(hashes, dtype=np.uint64) + _SM1_U  # mod 2**64, on purpose (arrays wrap without a warning)
+    z ^= z >> _S30
+    z *= _SM2_U
+    z ^= z >> _S27
+    z *= _SM3_U
+    z ^= z >> _S31
+    return int.from_bytes(np.packbits(_bit_counts(z) * 2 > len(z)).tobytes(), "big")
+
+
+_LANE_ROWS = 255  # rows summed at once in byte lanes: 255 ones still fit a byte
+
+
+def _bit_counts(z: np.ndarray) -> np.ndarray:
+    """How many of the 64-bit values ``z`` have each bit set, bit 63 first.  Their bits as bytes of 0 or 1 are
+    summed eight at a time as the byte lanes of uint64 words, 255 rows at a time (no lane can carry): down
+    the rows in contiguous words, where a sum of the byte columns strides (~2x slower) and a BLAS product
+    wakes OpenBLAS's threads, which cost more CPU than they save on a busy machine."""
+    bits = np.unpackbits(z.astype(">u8").view(np.uint8))  # 64 bytes a value, column 0 = bit 63
+    rows = -(-len(z) // _LANE_ROWS) * _LANE_ROWS
+    if rows != len(z):
+        bits = np.concatenate([bits, np.zeros((rows - len(z)) * BITS, dtype=np.uint8)])
+    lanes = bits.view(np.uint64).reshape(-1, _LANE_ROWS, BITS // 8).sum(axis=1, dtype=np.uint64)
+    return lanes.view(np.uint8).reshape(-1, BITS).sum(axis=0, dtype=np.int64)
 
 
 def _digest(feature: str) -> bytes:

@@ -37,8 +37,9 @@ BANDS = 16  # band keys per document (the first BANDS * ROWS values of the view)
 SHINGLE = 4  # characters per shingle: one size for every length, so any two sketches compare
 EMPTY = 0xFFFF  # a bin no shingle fell into
 MIN_SUPPORT = 8  # bins the new text must own before its share inside the other is estimated from them
-# recorded with stores and indices: sketches compare only within one version
-VERSION = f"oph{SKETCH_SIZE}x16-char{SHINGLE}-bands{BANDS}x{ROWS}of{KEY_BINS}"
+# recorded with stores and indices: sketches (and the SimHash made from their shingle hashes, fingerprinter.py)
+# compare only within one version.  "-simhash2": since issue 40 the default SimHash is of these hashes, not words.
+VERSION = f"oph{SKETCH_SIZE}x16-char{SHINGLE}-bands{BANDS}x{ROWS}of{KEY_BINS}-simhash2"
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _PRIME = np.uint64(0x100000001B3)
@@ -111,7 +112,11 @@ _OFFSET_SHIFT = np.uint64(max(0, _BIN_BITS + 1 - 17))  # the top 16 bits of an o
 def sketch(text: str) -> Sketch:
     """One-permutation MinHash of ``text``'s shingles: per bin, the top 16 bits of the smallest
     hash's offset in the bin (order-preserving), ``EMPTY`` where no shingle fell."""
-    h = shingle_hashes(text)  # sorted, so each bin's minimum is its first hash
+    return sketch_of_hashes(shingle_hashes(text))
+
+
+def sketch_of_hashes(h: np.ndarray) -> Sketch:
+    """:func:`sketch` of a text from its :func:`shingle_hashes` (made once, for the SimHash too: simhash.py)."""
     bins = h >> np.uint64(_BIN_BITS)
     first = _starts_run(bins)
     values = np.full(SKETCH_SIZE, EMPTY, dtype=np.uint16)

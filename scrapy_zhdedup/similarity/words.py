@@ -18,7 +18,7 @@ from collections import Counter
 from functools import cache, lru_cache
 from typing import Literal
 
-from ..config import FeatureMode
+from ..config import WordMode
 from ..errors import ConfigError
 
 _KEEP_CHARS = re.compile(r"[^\w\u3400-\u9fff]+")
@@ -85,7 +85,7 @@ def load_dictionaries() -> None:
 
 
 class Featurizer:
-    def __init__(self, mode: FeatureMode = "auto", *, short_text_chars: int = 200, shingle_size: int = 3) -> None:
+    def __init__(self, mode: WordMode = "auto", *, short_text_chars: int = 200, shingle_size: int = 3) -> None:
         if mode not in ("auto", "words", "chars"):
             raise ConfigError(f"unknown feature mode {mode!r}: use 'auto', 'words' or 'chars'")
         if shingle_size < 1:

@@ -44,6 +44,8 @@ def check(directory: Path, settings: dict[str, Any]) -> None:
     differing = [f"{name}: store {stored.get(name)!r}, now {settings[name]!r}"
                  for name in settings if stored.get(name) != settings[name]]
     if differing:
+        rebuild = stored.get("sketch") != settings.get("sketch")  # made by another version: no setting brings it back
         raise StoreError(
             directory, "built with other fingerprint settings (" + "; ".join(differing) + ")",
-            hint="Run with the store's settings, or point ZHDEDUP_STORE_DIR / --store at a new directory.")
+            hint="Rebuild it: scan the same input again into a new store directory." if rebuild else
+            "Run with the store's settings, or point ZHDEDUP_STORE_DIR / --store at a new directory.")

@@ -14,13 +14,12 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Callable
-from functools import cached_property
+from functools import cache, cached_property
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import charset_normalizer
-from lxml import etree
-from w3lib.encoding import html_to_unicode
+if TYPE_CHECKING:  # imported where a page is read: plain text needs none of them (~0.1 s of a start-up, issue 40)
+    from lxml import etree
 
 from ..config import Extractor
 from ..errors import ConfigError, EmptyTextError, JunkError
@@ -39,8 +38,6 @@ _BOILERPLATE = re.compile(
     r"toolbar|login|search|tags?|pager|pagination|friendlink|links)([\s_-]|$)",
     re.I,
 )
-_HTML_PARSER = etree.HTMLParser()
-_UTF8_HTML_PARSER = etree.HTMLParser(encoding="utf-8")
 _BLOCKS = {"p", "div", "section", "article", "li", "h1", "h2", "h3", "h4", "h5", "h6",
            "td", "tr", "br", "blockquote", "pre", "table", "ul", "ol", "dd", "dt"}
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -62,6 +59,9 @@ def decode_html(body: bytes, encoding: str | None = None) -> str:
     superset of GBK/GB2312) and Big5 charset-normalizer finds more plausible.  w3lib maps the
     gb2312/gbk labels to gb18030, which also decodes pages mislabelled as gb2312.
     """
+    import charset_normalizer
+    from w3lib.encoding import html_to_unicode
+
     content_type = f"text/html; charset={encoding}" if encoding else None
 
     def guess(data: bytes) -> str | None:
@@ -211,10 +211,19 @@ def _marked(el: etree._Element) -> bool:
 def _parse(html: str) -> etree._Element | None:
     """The page's root; None for an empty document.  lxml.etree's own HTML parser, not lxml.html's, whose
     element classes are chosen by a Python callback for every element touched (15 % of extraction)."""
+    from lxml import etree
+
     try:
-        return etree.fromstring(html, _HTML_PARSER)
+        return etree.fromstring(html, _parser(None))
     except ValueError:  # lxml refuses str input with an encoding declaration
-        return etree.fromstring(html.encode("utf-8", "replace"), _UTF8_HTML_PARSER)
+        return etree.fromstring(html.encode("utf-8", "replace"), _parser("utf-8"))
+
+
+@cache
+def _parser(encoding: str | None) -> etree.HTMLParser:
+    from lxml import etree
+
+    return etree.HTMLParser(encoding=encoding)
 
 
 def _drop_tree(el: etree._Element) -> None:
@@ -236,6 +245,8 @@ def _text_content(el: etree._Element) -> str:
 
 def _lxml_blocks(html: str, drop: Callable[[etree._Element], bool] | None) -> str:
     """The text blocks of the page without the non-content tags and the elements ``drop`` names."""
+    from lxml import etree
+
     try:
         root = _parse(html)
     except etree.ParserError:

@@ -17,10 +17,12 @@ Two tests, each where its evidence is (text/clean.py calls them):
 from __future__ import annotations
 
 import re
-
-from lxml import etree
+from typing import TYPE_CHECKING
 
 from ..errors import JunkError
+
+if TYPE_CHECKING:
+    from lxml import etree
 
 # C0 and C1 controls that are not whitespace (cleaning removes whitespace ones), and the replacement character
 _UNREADABLE = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\ufffd]")

@@ -80,10 +80,21 @@ def test_other_fingerprint_settings_are_refused_naming_each(es_client: Elasticse
     with pytest.raises(LayoutMismatchError) as err:
         install(es_client, index, LAYOUT, fingerprint=fingerprint_settings(DedupConfig(traditional_to_simplified=False)))
     message = str(err.value)
-    for difference in ("features: index 'words', this client 'auto'", "passage_chars: index 30, this client 20",
+    for difference in ("features: index 'words', this client 'sketch'", "passage_chars: index 30, this client 20",
                        "traditional_to_simplified: index True, this client False"):
         assert difference in message
     assert "shingle_size" not in message  # only what differs is named
+
+
+def test_an_index_of_an_older_sketch_is_refused_naming_the_reingest(es_client: Elasticsearch, index: str) -> None:
+    """Issue 40: an index written before holds SimHashes of words; no setting brings them back."""
+    install(es_client, index, LAYOUT, fingerprint={**fingerprint_settings(None), "features": "auto",
+                                                   "sketch": "oph128x16-char4-bands16x2of64"})
+    with pytest.raises(LayoutMismatchError) as err:
+        install(es_client, index, LAYOUT, fingerprint=fingerprint_settings(None))
+    message = str(err.value)
+    assert "sketch: index 'oph128x16-char4-bands16x2of64', this client 'oph128x16-char4-bands16x2of64-simhash2'" \
+        in message and "Ingest again into a new index" in message and "\n" not in message
 
 
 def test_conflicting_zhdedup_mapping_is_a_clear_error(es_client: Elasticsearch, index: str) -> None:

@@ -298,7 +298,7 @@ def test_other_fingerprint_settings_name_each_difference(tmp_path: Path) -> None
         Deduper.open(DedupConfig(features="chars", shingle_size=2, passage_chars=30), tmp_path)
     message = str(info.value)
     assert "built with other fingerprint settings" in message
-    for part in ("features: store 'auto', now 'chars'", "shingle_size: store 3, now 2",
+    for part in ("features: store 'sketch', now 'chars'", "shingle_size: store 3, now 2",
                  "passage_chars: store 20, now 30"):
         assert part in message
     assert "threshold" not in message

@@ -52,7 +52,7 @@ def test_settings_are_checked_as_the_options_are() -> None:
     assert str(refused.value) == "ZHDEDUP_MODE must be 'drop' or 'annotate', not 'annotated'"
     with pytest.raises(ConfigError, match="ZHDEDUP_WORKERS must be at least 1, not 0"):
         from_settings(PipelineConfig, {"ZHDEDUP_WORKERS": 0})
-    with pytest.raises(ConfigError, match="ZHDEDUP_FEATURES \\(--features\\) must be 'auto', 'words' or 'chars'"):
+    with pytest.raises(ConfigError, match="ZHDEDUP_FEATURES \\(--features\\) must be 'sketch', 'auto', 'words' or 'chars'"):
         DedupConfig(features="word")  # type: ignore[arg-type]
 
 

@@ -5,12 +5,17 @@ from __future__ import annotations
 import itertools
 import random
 
+import numpy as np
 import pytest
 import simhash
 
-from scrapy_zhdedup.similarity.simhash import SimHasher, hamming
+from scrapy_zhdedup.config import DedupConfig
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.similarity.simhash import SimHasher, hamming, of_shingle_hashes, shingle_hash64
+from scrapy_zhdedup.similarity.sketch import shingle_hashes
 from scrapy_zhdedup.similarity.words import Featurizer
 from scrapy_zhdedup.text.clean import TextCleaner
+from scrapy_zhdedup.text.furniture import without_furniture
 from tests.support import zhtexts
 
 N_DOCS = 520
@@ -111,3 +116,49 @@ def test_similar_articles_are_close_and_different_ones_far(texts: list[str]) -> 
     far = sorted(hamming(a, b) for a, b in itertools.pairwise(fps))
     assert near[len(near) // 2] <= 3
     assert far[len(far) // 2] >= 24
+
+
+def _reference(hashes: list[int]) -> int:
+    """The ``simhash`` package on the same features (each shingle hash, in decimal) and hash function."""
+    return simhash.Simhash([str(h) for h in hashes], hashfunc=shingle_hash64).value
+
+
+@pytest.mark.parametrize("text", [
+    "国", "国家统计", "国家统计局", "增长增长增长增长",  # one shingle (padded), one, two, repeats: 2 distinct
+    "国家统计局今天发布数据，十月份全国居民消费价格同比上涨百分之零点二。",
+    "GDP grew 6.4% 😀 in Q1", "第1条" * 3000,
+], ids=["one-char", "one-shingle", "two", "repeats", "sentence", "latin-astral", "long-repeats"])
+def test_the_sketch_simhash_equals_the_simhash_package(text: str) -> None:
+    hashes = shingle_hashes(text)
+    assert of_shingle_hashes(hashes) == _reference(hashes.tolist())
+
+
+def test_the_default_fingerprint_is_the_simhash_package_on_the_sketch_hashes() -> None:
+    """What a document stores (furniture lines left out, as for its sketch) is bit-equal to the reference, on
+    real articles and short texts; ties (even counts) and every bit position get exercised."""
+    fingerprinter = Fingerprinter(DedupConfig())
+    assert fingerprinter.featurizer is None and not fingerprinter.segments  # no jieba on the default path
+    texts = [a.text for a in zhtexts.articles(30)] + [a.text for a in zhtexts.articles(30, min_chars=20,
+                                                                                     max_chars=120)]
+    bits = 0
+    for text in texts:
+        clean = fingerprinter.clean(text=text)
+        features = fingerprinter.features(clean)
+        hashes = shingle_hashes(without_furniture(clean))
+        assert features.fingerprint == _reference(hashes.tolist()) == fingerprinter.fingerprint(
+            without_furniture(clean))
+        bits |= features.fingerprint
+    assert bits == (1 << 64) - 1
+
+
+def test_shingle_hash64_reads_any_bytes() -> None:
+    """``simhash`` probes its hash function with b"test"; a decimal feature is read as its number."""
+    assert shingle_hash64(b"12") != shingle_hash64(b"13")
+    assert isinstance(shingle_hash64(b"test"), int)
+
+
+@pytest.mark.parametrize("n", [1, 2, 254, 255, 256, 510, 5000])
+def test_the_sketch_simhash_counts_bits_across_lane_chunks(n: int) -> None:
+    """The bit counts are summed 255 rows at a time: every chunk boundary gives the reference's value."""
+    hashes = np.array(sorted(random.Random(n).sample(range(1 << 32), n)), dtype=np.uint64)
+    assert of_shingle_hashes(hashes) == _reference(hashes.tolist())

@@ -578,3 +578,17 @@ def test_a_view_read_while_the_writer_replaces_the_snapshot_reads_again(tmp_path
     assert len(reads) == 2 and [v.doc_id for v in view.verdicts()] == [a.id for a in ARTICLES]
     assert [v for v in view.verdicts()] == [writer.store.previous(a.id) for a in ARTICLES]
     writer.close()
+
+
+def test_a_store_of_the_word_simhash_is_refused_naming_the_rebuild(tmp_path: Path) -> None:
+    """Issue 40 made the default SimHash of the sketch's hashes, so a store written before it (its sketch version
+    without "-simhash2") holds fingerprints of another kind: refused in one line that says what to run."""
+    Deduper.open(DedupConfig(), tmp_path).close()
+    meta = json.loads((tmp_path / META_FILE).read_text())
+    meta["fingerprint"].update(features="auto", sketch="oph128x16-char4-bands16x2of64")  # as main wrote it
+    (tmp_path / META_FILE).write_text(json.dumps(meta))
+    with pytest.raises(StoreError) as refused:
+        Deduper.open(DedupConfig(), tmp_path)
+    message = str(refused.value)
+    assert "sketch: store 'oph128x16-char4-bands16x2of64', now 'oph128x16-char4-bands16x2of64-simhash2'" in message
+    assert "scan the same input again into a new store directory" in message and "\n" not in message

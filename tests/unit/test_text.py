@@ -294,7 +294,7 @@ def test_huge_page_is_fingerprinted_by_its_prefix_and_hashed_whole() -> None:
     page = f'<html><head><meta charset="utf-8"></head><body><div class="article">{body * repeat}</div></body></html>'
     data = page.encode("utf-8")
     assert 5_000_000 < len(data) < 6_000_000
-    deduper = Deduper(DedupConfig(max_chars=50_000))
+    deduper = Deduper(DedupConfig(max_chars=50_000, features="words"))  # the word SimHash, by its prefix
     whole = deduper.fingerprinter.prepare("big", html=data)
     assert len(whole.clean) > 1_000_000 and whole.clean.startswith(TextCleaner().clean(text=ARTICLES[0].text)[:100])
     prefix = without_furniture(whole.clean[:50_000])  # what near repeats compare (furniture.py)

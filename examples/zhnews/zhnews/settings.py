@@ -52,7 +52,7 @@ ZHDEDUP_RERUN = _env("ZHDEDUP_RERUN", "new")  # a page an earlier run delivered:
 # --- scrapy-zhdedup: cleaning and fingerprinting (DedupConfig) -------------------------------
 ZHDEDUP_THRESHOLD = _env("ZHDEDUP_THRESHOLD", 3)  # SimHash distance (of 64 bits) the band keys reach
 ZHDEDUP_BANDS = _env("ZHDEDUP_BANDS", 0)  # blocks the fingerprint is cut into; 0 = threshold + 2
-ZHDEDUP_FEATURES = _env("ZHDEDUP_FEATURES", "auto")  # "auto" | "words" (jieba words, IDF) | "chars" (n-grams)
+ZHDEDUP_FEATURES = _env("ZHDEDUP_FEATURES", "sketch")  # "sketch" (its 4-gram hashes) | "auto" | "words" (jieba, IDF) | "chars"
 ZHDEDUP_SHORT_TEXT_CHARS = _env("ZHDEDUP_SHORT_TEXT_CHARS", 200)  # "auto" uses chars below this length
 ZHDEDUP_SHINGLE_SIZE = _env("ZHDEDUP_SHINGLE_SIZE", 3)  # character n-gram size for "chars"
 ZHDEDUP_TRADITIONAL_TO_SIMPLIFIED = _env("ZHDEDUP_TRADITIONAL_TO_SIMPLIFIED", True)  # OpenCC t2s first
