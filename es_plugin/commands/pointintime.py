@@ -6,16 +6,14 @@ shifting while the index is written to.  With ``reopen`` an expired point in tim
 is replaced by a new one and the walk goes on from the same sort values, which is only correct
 for a sort that means the same in every point in time (``dedup-index``'s ``[_seq_no, _shard_doc]``).
 
-What a server lacks is handled here, once for every caller (flavour.py tells what it has): a point in time
-pages with ``search_after`` only where ``_shard_doc`` gives it a unique tiebreaker (Elasticsearch 7.12+
-with x-pack); elsewhere (the OSS builds of 7.x, 7.10-7.11, OpenSearch) the walk goes through a scroll, the
-frozen view every server has, which pages without one, with the same sort less ``_shard_doc``.  (Breaking
-ties on ``_id`` instead loads its fielddata, deprecated since 7.6 and refused by 8.)  A walk resumed from
-``after``, or whose scroll expired, reads the scroll from its start and leaves out the hits up to ``after``;
-of those tied with ``after`` it leaves out the ones this walk yielded, and the caller's query leaves out
-what an earlier walk finished (``dedup-index``'s ``must_not exists``).  A collapsed query, which a scroll
-refuses, walks the live index with ``search_after``; where collapse refuses ``search_after`` too
-(Elasticsearch 7.x, OpenSearch), a walk of a collapsed query is refused with one line.
+What a server lacks is handled here, once for every caller (flavour.py tells what it has): OpenSearch
+2.4+ has its own point in time, which the client seam names as Elasticsearch's; a server without any (the
+OSS builds of Elasticsearch 7.x) is read through a scroll, the frozen view it has, with the same sort (a
+walk resumed from ``after``, or whose scroll expired, reads the scroll from its start and leaves out the
+hits up to ``after``); a collapsed query, which a scroll refuses, walks the live index with
+``search_after``; where collapse refuses ``search_after`` too (Elasticsearch 7.x, OpenSearch), a walk of a
+collapsed query is refused with one line.  Where ``_shard_doc`` is missing (Elasticsearch before 7.12,
+OpenSearch, a scroll), ``_id`` breaks the ties instead (fielddata on ``_id``, which those servers still allow).
 """
 
 from __future__ import annotations
@@ -34,10 +32,6 @@ Hit = dict[str, Any]
 
 def _sort_values(hit: Hit) -> list[Any]:
     return list(hit["sort"])
-
-
-def _shard_doc(order: Any) -> bool:
-    return order == "_shard_doc" or (isinstance(order, dict) and "_shard_doc" in order)
 
 
 def _descending(order: Any) -> bool:
@@ -67,7 +61,8 @@ class PointInTime:
         self.pit: str | None = None
         self.scroll: str | None = None
         server = server_of(client)
-        self.native, self.collapse_after = server.shard_doc, server.collapse_search_after
+        self.native, self.shard_doc, self.collapse_after = server.point_in_time, server.shard_doc, \
+            server.collapse_search_after
 
     def _open(self) -> str:
         if self.refresh:
@@ -87,11 +82,12 @@ class PointInTime:
                                  f"search_after, Elasticsearch 8+): page it with from/size instead (es search --page)")
         size = body.get("size", 10)
         reopened = False
-        if not self.native:
-            body = {**body, "sort": [order for order in body.get("sort", []) if not _shard_doc(order)] or ["_doc"]}
-            if "collapse" not in body:
-                yield from self._scrolled(body, after, reopen)
-                return
+        if not self.shard_doc:
+            body = {**body, "sort": [{"_id": order["_shard_doc"]} if isinstance(order, dict) and "_shard_doc" in order
+                                     else order for order in body.get("sort", [])]}
+        if not self.native and "collapse" not in body:
+            yield from self._scrolled(body, after, reopen)
+            return
         if not self.native and self.refresh:
             self.client.indices.refresh(index=self.index)
         while True:
@@ -123,7 +119,6 @@ class PointInTime:
         body = {key: value for key, value in body.items() if key != "track_total_hits"}  # a scroll counts them
         descending = [_descending(order) for order in body.get("sort", [])]
         reopened = False
-        at_after: set[str] = set()  # the ids of the hits yielded whose sort values equal ``after``
         while True:
             if self.refresh:
                 self.client.indices.refresh(index=self.index)
@@ -132,14 +127,10 @@ class PointInTime:
                 while hits := response["hits"]["hits"]:
                     self.scroll = response["_scroll_id"]
                     if after is not None:
-                        hits = [hit for hit in hits if _beyond(hit["sort"], after, descending)
-                                or (hit["sort"] == after and hit["_id"] not in at_after)]
+                        hits = [hit for hit in hits if _beyond(hit["sort"], after, descending)]
                     if hits:
                         yield hits
-                        last = list(hits[-1]["sort"])
-                        at_after = (at_after if last == after else set()) | {
-                            hit["_id"] for hit in hits if hit["sort"] == last}
-                        after, reopened = last, False
+                        after, reopened = list(hits[-1]["sort"]), False
                     response = self.client.scroll(scroll_id=self.scroll, scroll=self.keep_alive)
                 return
             except NotFoundError:

@@ -231,25 +231,6 @@ def test_point_in_time_expiry_keeps_the_order(es_client: Elasticsearch, index: s
     assert got == expected and len(got) == len(docs)
 
 
-def test_a_walk_resumed_on_a_tie_reads_every_hit_after_it(es_client: Elasticsearch, index: str,
-                                                          docs: list[tuple[str, dict[str, Any]]]) -> None:
-    """Resumed from a hit whose ``_seq_no`` another shard's hit shares: where ``_shard_doc`` breaks the tie the
-    rest is exactly the walk's; where a scroll stands in (no ``_shard_doc``, and never ``_id``), the hits
-    tied with it are read again, the caller's query leaving out what it finished, and none after it is lost."""
-    load(es_client, index, docs, shards=2)
-    body = {"query": {"match_all": {}}, "sort": READ_SORT, "size": 5, "_source": False}
-    with PointInTime(es_client, index, refresh=True) as reader:
-        walk = [hit for page in reader.pages(body) for hit in page]
-    ties = [cut for cut in range(1, len(walk)) if walk[cut - 1]["sort"][0] == walk[cut]["sort"][0]]
-    assert ties and len(walk) == len(docs)  # 2 shards: _seq_no repeats
-    for cut in (ties[0], ties[len(ties) // 2]):
-        after = walk[cut - 1]["sort"]
-        with PointInTime(es_client, index) as reader:
-            rest = [hit["_id"] for page in reader.pages(body, after) for hit in page]
-        assert rest[len(rest) - (len(walk) - cut):] == [hit["_id"] for hit in walk[cut:]]
-        assert set(rest[: len(rest) - (len(walk) - cut)]) <= {hit["_id"] for hit in walk[:cut] if hit["sort"] == after}
-
-
 def test_wrong_layout_or_mapping_is_refused(es_client: Elasticsearch, index: str,
                                             docs: list[tuple[str, dict[str, Any]]]) -> None:
     with pytest.raises(ZhDedupError, match="no such index"):
