@@ -50,7 +50,7 @@ def pairs() -> list[tuple[str, str]]:
 
 async def write_missed_pairs(es_url: str, index: str, tmp_path: Path, pairs: list[tuple[str, str]]) -> None:
     """Writer 1 stores each original, writer 2 its repost, each blind to the other's claims (what two
-    writers whose claims cross in flight are: store/registry.py): both unique."""
+    writers whose claims cross in flight are: backend/registry.py): both unique."""
     cfg = EsConfig(es_url=es_url, es_index=index, es_flush_interval=3600, es_bulk_size=1000,
                    es_dead_letter=str(tmp_path / "dead.jsonl"))
     w1 = ElasticsearchBackend(DEDUP, cfg, index_duplicates=True)

@@ -1,4 +1,4 @@
-"""The key registry (store/registry.py) on the real node: several writers judge as one would, a claim
+"""The key registry (backend/registry.py) on the real node: several writers judge as one would, a claim
 whose document was never written names nothing, and an index from before the registry is refused, then
 upgraded by ``es install``."""
 

@@ -252,7 +252,7 @@ def test_a_missing_privilege_stops_the_command_at_its_start_in_one_line_naming_i
 
 def test_the_key_registry_needs_the_same_privileges_as_its_index(node: SecureNode, passwords: dict[str, str],
                                                                   corpus: Path, news: str, tmp_path: Path) -> None:
-    """A role naming the index but not ``<index>-keys`` (store/registry.py) is refused at the start, in one
+    """A role naming the index but not ``<index>-keys`` (backend/registry.py) is refused at the start, in one
     line, before anything is written."""
     before = count(node, news)
     proc = run(node, NO_REGISTRY, passwords[NO_REGISTRY], "ingest", corpus, "--index", news,
