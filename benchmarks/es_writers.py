@@ -13,6 +13,15 @@ first): ``missed`` = repeats stored as unique (unique documents per group beyond
 extra clusters per group; ``false merges`` = clusters that mix groups.  One writer is the baseline:
 what the engine itself misses.
 
+And against one writer judging in the order the writers' claims define (issue 38: several writers judge
+as one writer would): each stored document's place is read before reconcile, an original's from the
+registry (the smallest stamp its content hash holds in any key's owners), a repeat's, whose claim is
+never made or was withdrawn, just after both its ``seen_at`` and the place of the document it names;
+the embedded engine (same ``DedupConfig``: its verdicts equal Elasticsearch's on one writer) then judges
+every text in that order.  ``missed vs one`` = documents it finds repeats that the writers stored as
+unique; ``extra vs one`` = documents the writers marked repeats that it keeps.  Each such document is
+listed in the results (``vs_one``) with its place, writer and what it was judged against, to read.
+
     python -m benchmarks es_writers --url "$(bash scripts/es-node.sh url)" [--n-base 600] [--writers 1,2,4,8]
 """
 
@@ -26,18 +35,22 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from elasticsearch import Elasticsearch
+from elasticsearch.helpers import scan as scroll
 
 from benchmarks import common
 from benchmarks.runner import Benchmark, Result, positive
 from corpora.corpus import Record, build_accuracy_set
+from es_plugin.backend.registry import OWNERS
 from es_plugin.commands.ingest import ingest
 from es_plugin.commands.reconcile import reconcile
 from es_plugin.index.template import install, registry_name, template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
+from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.index.bands import BandLayout
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 
@@ -78,11 +91,9 @@ def collect(out: Any, procs: list[Any]) -> list[float]:
     return results
 
 
-def scores(client: Elasticsearch, index: str, records: list[Record]) -> dict[str, int]:
-    client.indices.refresh(index=index)
-    stored = {}
-    for hit in scan(client, index):
-        stored[hit["url"]] = hit["zhdedup"]
+def scores(stored: dict[str, dict[str, Any]], records: list[Record], one: dict[str, str]) -> dict[str, int]:
+    """The counts against the ground truth groups, and against ``one`` (each document's status judged by
+    one writer in the claims' order)."""
     group = {r.id: r.group for r in records}
     members: dict[str, int] = defaultdict(int)
     uniques: dict[str, int] = defaultdict(int)
@@ -97,7 +108,27 @@ def scores(client: Elasticsearch, index: str, records: list[Record]) -> dict[str
     return {"docs": len(stored), "repeats": sum(members.values()) - len(members),
             "missed": sum(n - 1 for n in uniques.values() if n),
             "split": sum(len(c) - 1 for c in clusters_of.values()),
-            "false_merges": sum(1 for g in groups_of.values() if len(g) > 1)}
+            "false_merges": sum(1 for g in groups_of.values() if len(g) > 1),
+            "missed_vs_one": len(missed_vs_one(stored, one)), "extra_vs_one": len(extra_vs_one(stored, one))}
+
+
+def missed_vs_one(stored: dict[str, dict[str, Any]], one: dict[str, str]) -> list[str]:
+    """Documents one writer in the claims' order finds repeats, stored as unique."""
+    return sorted(d for d, z in stored.items() if z["status"] == "unique" and one[d] != "unique")
+
+
+def extra_vs_one(stored: dict[str, dict[str, Any]], one: dict[str, str]) -> list[str]:
+    """Documents stored as repeats that one writer in the claims' order keeps."""
+    return sorted(d for d, z in stored.items() if z["status"] != "unique" and one[d] == "unique")
+
+
+def stored_objects(client: Elasticsearch, index: str) -> dict[str, dict[str, Any]]:
+    """Each document's ``zhdedup`` object (with its ``_id``), by document id."""
+    client.indices.refresh(index=index)
+    return {hit["url"]: {**hit["zhdedup"], "_id": hit["_id"]} for hit in scan(client, index)}
+
+
+VIEWED = ("status", "cluster", "hash", "dup_of", "seen_at")
 
 
 def scan(client: Elasticsearch, index: str) -> list[dict[str, Any]]:
@@ -105,12 +136,65 @@ def scan(client: Elasticsearch, index: str) -> list[dict[str, Any]]:
     after = None
     while True:
         page = client.search(index=index, size=5000, sort=[{"zhdedup.hash": "asc"}, {"zhdedup.doc_id": "asc"}],
-                             search_after=after, source_includes=["url", "zhdedup.status", "zhdedup.cluster"])
+                             search_after=after, source_includes=["url", *(f"zhdedup.{f}" for f in VIEWED)])
         hits = page["hits"]["hits"]
         if not hits:
             return out
-        out.extend(h["_source"] for h in hits)
+        out.extend({**h["_source"], "_id": h["_id"]} for h in hits)
         after = hits[-1]["sort"]
+
+
+def claim_stamps(client: Elasticsearch, index: str) -> dict[str, str]:
+    """The smallest stamp each content hash claimed with, over every key of the registry."""
+    client.indices.refresh(index=registry_name(index))
+    stamps: dict[str, str] = {}
+    for hit in scroll(client, index=registry_name(index), size=5000):
+        for digest, stamp in hit["_source"].get(OWNERS, ()):
+            stamps[digest] = min(stamp, stamps.get(digest, stamp))
+    return stamps
+
+
+def claim_order(stored: dict[str, dict[str, Any]], stamps: dict[str, str]) -> dict[str, str]:
+    """Each document's place in the order the claims define (a string; smaller is earlier).  A first copy
+    whose hash holds claims takes its smallest stamp.  Any other (a repeat: its claim never made, or
+    withdrawn when it found an earlier original; or a text whose keys were all boilerplate) comes just
+    after its ``seen_at`` (a stamp's leading milliseconds) and just after the document it names."""
+    place: dict[str, str] = {}
+    for doc_id, z in stored.items():
+        if z["_id"] == z["hash"] and z["hash"] in stamps:
+            place[doc_id] = stamps[z["hash"]]
+
+    def of(doc_id: str) -> str:
+        if doc_id not in place:
+            z = stored[doc_id]
+            seen = datetime.fromisoformat(z["seen_at"]).timestamp()
+            after = f"{round(seen * 1000):013d}.~"
+            named = z.get("dup_of")
+            place[doc_id] = max(after, of(named) + "~") if named in stored and named != doc_id else after
+        return place[doc_id]
+
+    return {doc_id: of(doc_id) for doc_id in stored}
+
+
+def one_writer(records: list[Record], place: dict[str, str]) -> dict[str, str]:
+    """Each document's status when one writer (the embedded engine) judges them all in ``place``'s order."""
+    deduper = Deduper(DEDUP)
+    order = sorted((r for r in records if r.id in place), key=lambda r: (place[r.id], r.id))
+    return {r.id: deduper.judge(r.id, text=r.text).status for r in order}
+
+
+def differences(stored: dict[str, dict[str, Any]], records: list[Record], place: dict[str, str],
+                one: dict[str, str], writers: int) -> list[dict[str, Any]]:
+    """Every document judged otherwise than one writer in the claims' order, to read: its place, its
+    writer (round-robin share), its group, and what each side judged."""
+    position = {r.id: i for i, r in enumerate(records)}
+    group = {r.id: r.group for r in records}
+    return [{"doc": d, "why": why, "group": group[d], "writer": position[d] % writers, "place": place[d],
+             "stored": {k: stored[d].get(k) for k in ("status", "dup_of", "seen_at")}, "one": one[d],
+             "group_members": sorted((place[m], m, stored[m]["status"], stored[m].get("dup_of"), one[m],
+                                      position[m] % writers) for m in stored if group[m] == group[d])}
+            for why, found in (("missed", missed_vs_one(stored, one)), ("extra", extra_vs_one(stored, one)))
+            for d in found]
 
 
 def run(args: argparse.Namespace) -> Result:
@@ -129,23 +213,32 @@ def run(args: argparse.Namespace) -> Result:
         for p in procs:
             p.start()
         seconds = max(collect(out, procs))
-        before = scores(client, index, records)
+        stored = stored_objects(client, index)
+        place = claim_order(stored, claim_stamps(client, index))
+        one = one_writer(records, place)
+        before = scores(stored, records, one)
+        vs_one = differences(stored, records, place, one, n)
         started = time.perf_counter()
         result = reconcile(client, index, DEDUP)
         reconcile_s = time.perf_counter() - started
-        after = scores(client, index, records)
+        after = scores(stored_objects(client, index), records, one)
         rows.append({"writers": n, "seconds": seconds, "items_s": len(records) / seconds, "before": before,
-                     "after": after, "reconcile": result, "reconcile_s": reconcile_s})
+                     "after": after, "reconcile": result, "reconcile_s": reconcile_s, "vs_one": vs_one})
         print(f"# writers={n}: before {before} after {after} reconcile {result}", file=sys.stderr)
+        for diff in vs_one:
+            print(f"#   {diff}", file=sys.stderr)
         if not args.keep:
             client.indices.delete(index=[index, registry_name(index)], ignore_unavailable=True)
             client.options(ignore_status=404).indices.delete_index_template(name=template_name(index))
     table = common.table(
-        ["writers", "items/s (all writers)", "missed before", "missed after reconcile", "split before", "split after",
+        ["writers", "items/s (all writers)", "missed before", "missed vs one writer in stamp order", "extra vs one",
+         "missed after reconcile", "vs one after", "extra after", "split before", "split after",
          "false merges before", "after", "pairs marked", "reconcile s"],
         [[r["writers"], round(r["items_s"]),
           f"{r['before']['missed']} ({r['before']['missed'] / max(1, r['before']['repeats']):.1%})",
-          r["after"]["missed"], r["before"]["split"],
+          f"{r['before']['missed_vs_one']} ({r['before']['missed_vs_one'] / max(1, r['before']['repeats']):.1%})",
+          r["before"]["extra_vs_one"], r["after"]["missed"], r["after"]["missed_vs_one"], r["after"]["extra_vs_one"],
+          r["before"]["split"],
           r["after"]["split"], r["before"]["false_merges"], r["after"]["false_merges"], r["reconcile"]["marked"],
           f"{r['reconcile_s']:.1f}"] for r in rows])
     head = (f"{len(records)} documents, {rows[0]['before']['repeats']} repeats; bulk size {args.bulk_size}, "
