@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, TypeVar, cast
 
 from elastic_transport import SerializationError, TransportError
@@ -49,6 +49,7 @@ from .groupcommit import Entry, LookupWindow
 from .lookups import EsLookups
 from .registry import FLUSHED_AGE
 from .retry import reason
+from .writer import Action
 from .writes import VerdictWrites
 
 T = TypeVar("T")
@@ -196,7 +197,6 @@ class JudgingCoordinator:
                 except (TransportError, ApiError, LookupItemError) as exc:
                     return self._lookup_failed(todo, outcomes, exc)
                 await self._turns.wait(turn)
-                first = self.buffer.open.seq
                 for n, t in enumerate(todo):
                     answers = EsAnswers(looked.exact[n], looked.near.get(t.position), self.buffer, since, self.writes,
                                         t.document, words.get(t.position), looked.own[n])
@@ -204,9 +204,13 @@ class JudgingCoordinator:
                     outcomes[t.position] = judge(t.prepared, answers, self.fingerprinter.features)
                 self._turns.done(turn)  # the next batch may decide while this one waits for the writer
                 last = self.buffer.open.seq if self.buffer.open.actions else self.buffer.open.seq - 1
-                if last >= first:
-                    await self.buffer.written(last)  # other writers see them before the verdicts are returned
-                self._changed(todo, outcomes, range(first, last + 1))
+                if last >= since:  # other writers see them before the verdicts are returned, and a verdict
+                    await self.buffer.written(last)  # naming a buffered document knows what writing made of it
+                fixes = self._changed(todo, outcomes, range(since, last + 1))
+                if fixes:
+                    for action in fixes:
+                        self.buffer.enqueue(action)
+                    await self.buffer.written(self.buffer.open.seq)
             return cast("list[Verdict | Exception]", outcomes)
         finally:
             self._turns.done(turn)  # lookups failed, or cancelled: nothing decided here
@@ -266,21 +270,38 @@ class JudgingCoordinator:
             near_of.update((t.position, n) for t, n in zip(unanswered, more))
         return _Looked(exact, own, near_of)
 
-    def _changed(self, todo: list[Todo], outcomes: list[Verdict | Exception | None], seqs: range) -> None:
+    def _changed(self, todo: list[Todo], outcomes: list[Verdict | Exception | None], seqs: range) -> list[Action]:
         """The verdicts writing changed (batchwriter.py): another writer stored the same text first, or
-        claimed an earlier original this one repeats."""
+        claimed an earlier original this one repeats.  And a verdict naming a buffered document that writing
+        turned into a repeat (of W) names W instead, as one writer judging in the claims' order would: a near
+        repeat (that one writer never judges against a repeat), an exact one only when the document it
+        names lost a race to W's same text (an exact repeat of a near repeat names that near repeat on one
+        writer too).  Returns, in annotate mode, the updates that make their stored copies say so."""
         changed = {}
         for seq in seqs:
             batch = self.buffer.batch(seq)
             if batch is not None:
                 changed.update(batch.changed)
         if not changed:
-            return
+            return []
+        demoted = {now.doc_id: now for now in changed.values()}
+        fixes = []
         for t in todo:
             verdict = outcomes[t.position]
+            if not isinstance(verdict, Verdict):
+                continue
             now = changed.get(t.prepared.digest)
-            if isinstance(verdict, Verdict) and now is not None and now.doc_id == verdict.doc_id:
+            if now is not None and now.doc_id == verdict.doc_id:
                 outcomes[t.position] = now
+                continue
+            first = demoted.get(verdict.dup_of) if verdict.dup_of is not None else None
+            if first is None or first.dup_of is None or (verdict.status == "exact" and first.status != "exact"):
+                continue
+            outcomes[t.position] = now = replace(verdict, dup_of=first.dup_of, cluster=first.cluster)
+            fix = self.writes.of_renamed(t.prepared.digest, now)
+            if fix is not None:
+                fixes.append(fix)
+        return fixes
 
     def _lookup_failed(self, todo: list[Todo], outcomes: list[Verdict | Exception | None],
                        exc: Exception) -> list[Verdict | Exception]:

@@ -77,6 +77,14 @@ class VerdictWrites:
             return verdict, Action("update", digest, verdict_update(verdict))
         return verdict, Action("delete", digest)
 
+    def of_renamed(self, digest: str, verdict: Verdict) -> Action | None:
+        """The update that makes a stored repeat's copy name ``verdict``'s original instead of the one it
+        was judged against, which writing made a repeat (judging.py); None in drop mode (nothing stored)."""
+        if not self.index_duplicates:
+            return None
+        return Action("update", repeat_id(digest, verdict.doc_id) if verdict.status == "exact" else digest,
+                      verdict_update(verdict))
+
     def source(self, verdict: Verdict, document: dict[str, Any], features: Features | None = None,
                words: str | None = None) -> dict[str, Any]:
         """The document as stored: the item's own fields and its ``zhdedup`` object (document.py)."""

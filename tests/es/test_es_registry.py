@@ -7,21 +7,28 @@ from __future__ import annotations
 import asyncio
 import base64
 import random
+from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from elasticsearch import Elasticsearch
 
+from corpora.reposts import edit_chars
+from es_plugin.backend.groupcommit import Entry
 from es_plugin.backend.registry import OWNERS, Claimant, Registry, fill, key_ids
 from es_plugin.backend.retry import RetryPolicy
 from es_plugin.backend.stats import EsStats
 from es_plugin.commands.dedup_index import dedup_index
 from es_plugin.commands.reconcile import reconcile
 from es_plugin.errors import EsIndexError
+from es_plugin.index.document import Stored
 from es_plugin.index.template import install, registry_name
-from es_plugin.operations import drive
+from es_plugin.operations import Steps, drive
 from scrapy_zhdedup.config import DedupConfig
+from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.index.nearindex import CandidateKeys
+from scrapy_zhdedup.model import Verdict, verdict_for
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
 from tests.support.backend_texts import exact_repost, judge, near_repost
@@ -105,6 +112,47 @@ async def test_a_repeat_is_never_judged_against_a_later_stamp(es_url: str, index
     assert list(repeats) == ["b"] and repeats["b"].doc_id == "a"
     after = drive(es_client, registry.read(key_ids(KEYS, b_features)))
     assert not any(state and "b" in {h for h, _ in state.owners} for state in after.values())  # withdrawn
+
+
+async def test_a_repeat_of_a_document_its_claim_demotes_names_the_original_that_stays(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, texts: list[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drop mode: X and Z (a repost of X) judged in one batch while W, whose repost X is, has claimed its
+    keys with an earlier stamp but its document is not written yet (the lookups cannot see it); W's
+    document lands before X's claim, which finds that X repeats W and deletes X's copy.  Z, judged
+    against X in the buffer, names W as one writer judging W, X, Z does, not X, a page never delivered."""
+    w_text = texts[6]
+    x_text = near_repost(w_text)
+    z_text = edit_chars(x_text, random.Random(6))
+    fingerprinter = Fingerprinter(DEDUP)
+    w = fingerprinter.prepare("w", text=w_text)
+    w_features = w.featured(fingerprinter.features)
+    registry = Registry(index, KEYS, RULE, RetryPolicy(0), EsStats())
+    b = backend(es_url, index, tmp_path, annotate=False)
+    await b.open()
+    drive(es_client, registry.claim([Claimant(w.digest, "w", w_features, "0")], judge=False))
+    w_source = Stored.of(verdict_for("w", w.digest, w_features.fingerprint, None), datetime.now(timezone.utc),
+                         features=w_features).to_source(KEYS.layout)
+    claim = b.lookups.registry.claim
+
+    def written_first(claimants: Sequence[Claimant], judge: bool = True) -> Steps:
+        """W's document lands between X's lookups and X's claim."""
+        es_client.index(index=index, id=w.digest, document={"url": "w", **w_source})
+        claimed = yield from claim(claimants, judge)
+        return claimed
+
+    monkeypatch.setattr(b.lookups.registry, "claim", written_first)
+    x, z = (fingerprinter.prepare(doc_id, text=text) for doc_id, text in (("x", x_text), ("z", z_text)))
+    try:
+        got = await b.judge_many([Entry(x, {"url": "x"}, None), Entry(z, {"url": "z"}, None)])
+    finally:
+        await b.close()
+    assert all(isinstance(v, Verdict) for v in got), got
+    one = Deduper(DEDUP)
+    expected = [one.judge(doc_id, text=text) for doc_id, text in (("w", w_text), ("x", x_text), ("z", z_text))][1:]
+    assert [(v.status, v.dup_of, v.cluster) for v in got] == [  # type: ignore[union-attr]
+        (v.status, v.dup_of, v.cluster) for v in expected] == [("near", "w", "w"), ("near", "w", "w")]
+    assert not es_client.exists(index=index, id=x.digest)  # X's copy deleted: drop mode keeps no repeat
 
 
 async def test_a_claim_whose_document_was_never_written_names_nothing(
