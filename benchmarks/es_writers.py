@@ -20,7 +20,7 @@ never made or was withdrawn, just after both its ``seen_at`` and the place of th
 the embedded engine (same ``DedupConfig``: its verdicts equal Elasticsearch's on one writer) then judges
 every text in that order.  ``missed vs one`` = documents it finds repeats that the writers stored as
 unique; ``extra vs one`` = documents the writers marked repeats that it keeps.  Each such document is
-listed in the results (``vs_one``) with its place, writer and what it was judged against, to read.
+listed in the results (``vs_one``, and ``vs_one_after`` reconcile) with its place, writer and what it was judged against, to read.
 
     python -m benchmarks es_writers --url "$(bash scripts/es-node.sh url)" [--n-base 600] [--writers 1,2,4,8]
 """
@@ -221,11 +221,14 @@ def run(args: argparse.Namespace) -> Result:
         started = time.perf_counter()
         result = reconcile(client, index, DEDUP)
         reconcile_s = time.perf_counter() - started
-        after = scores(stored_objects(client, index), records, one)
+        reconciled = stored_objects(client, index)
+        after = scores(reconciled, records, one)
+        vs_one_after = differences(reconciled, records, place, one, n)
         rows.append({"writers": n, "seconds": seconds, "items_s": len(records) / seconds, "before": before,
-                     "after": after, "reconcile": result, "reconcile_s": reconcile_s, "vs_one": vs_one})
+                     "after": after, "reconcile": result, "reconcile_s": reconcile_s, "vs_one": vs_one,
+                     "vs_one_after": vs_one_after})
         print(f"# writers={n}: before {before} after {after} reconcile {result}", file=sys.stderr)
-        for diff in vs_one:
+        for diff in vs_one + vs_one_after:
             print(f"#   {diff}", file=sys.stderr)
         if not args.keep:
             client.indices.delete(index=[index, registry_name(index)], ignore_unavailable=True)

@@ -272,11 +272,14 @@ class JudgingCoordinator:
 
     def _changed(self, todo: list[Todo], outcomes: list[Verdict | Exception | None], seqs: range) -> list[Action]:
         """The verdicts writing changed (batchwriter.py): another writer stored the same text first, or
-        claimed an earlier original this one repeats.  And a verdict naming a buffered document that writing
-        turned into a repeat (of W) names W instead, as one writer judging in the claims' order would: a near
-        repeat (that one writer never judges against a repeat), an exact one only when the document it
-        names lost a race to W's same text (an exact repeat of a near repeat names that near repeat on one
-        writer too).  Returns, in annotate mode, the updates that make their stored copies say so."""
+        claimed an earlier original this one repeats.  And a verdict naming a buffered document X that
+        writing turned into a repeat of W names W, the original that stays, not X (in drop mode a page never
+        delivered): a near repeat, and an exact one only when X lost a race to W's same text (an exact
+        repeat of a near repeat names that near repeat on one writer too).  One writer judging in the
+        claims' order judges such a near repeat against W, not X; where the rule would not accept it
+        against W (it is directed: a repeat of a repeat need not repeat the original) one writer keeps it,
+        and here it stays a repeat, named by W (benchmarks/README.md, ``es_writers``: 1 of 754 at 8
+        writers).  Returns, in annotate mode, the updates that make their stored copies say so."""
         changed = {}
         for seq in seqs:
             batch = self.buffer.batch(seq)
