@@ -25,6 +25,7 @@ An item whose lookups fail past the retries is written to the dead-letter file a
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -35,7 +36,7 @@ from elasticsearch import ApiError, AsyncElasticsearch
 
 from scrapy_zhdedup.errors import InvalidDocumentError
 from scrapy_zhdedup.judge import judge
-from scrapy_zhdedup.model import Features, Match, Prepared, Verdict
+from scrapy_zhdedup.model import Features, Match, Prepared, Verdict, verdict_for
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import closest
 from scrapy_zhdedup.text.clean import decode_html
@@ -53,6 +54,7 @@ from .writer import Action
 from .writes import VerdictWrites
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 class Todo(NamedTuple):
@@ -206,11 +208,9 @@ class JudgingCoordinator:
                 last = self.buffer.open.seq if self.buffer.open.actions else self.buffer.open.seq - 1
                 if last >= since:  # other writers see them before the verdicts are returned, and a verdict
                     await self.buffer.written(last)  # naming a buffered document knows what writing made of it
-                fixes = self._changed(todo, outcomes, range(since, last + 1))
-                if fixes:
-                    for action in fixes:
-                        self.buffer.enqueue(action)
-                    await self.buffer.written(self.buffer.open.seq)
+                again = self._changed(todo, outcomes, range(since, last + 1))
+                if again:
+                    await self._judge_again(again, outcomes, words)
             return cast("list[Verdict | Exception]", outcomes)
         finally:
             self._turns.done(turn)  # lookups failed, or cancelled: nothing decided here
@@ -270,16 +270,14 @@ class JudgingCoordinator:
             near_of.update((t.position, n) for t, n in zip(unanswered, more))
         return _Looked(exact, own, near_of)
 
-    def _changed(self, todo: list[Todo], outcomes: list[Verdict | Exception | None], seqs: range) -> list[Action]:
+    def _changed(self, todo: list[Todo], outcomes: list[Verdict | Exception | None], seqs: range) -> list[Todo]:
         """The verdicts writing changed (batchwriter.py): another writer stored the same text first, or
-        claimed an earlier original this one repeats.  And a verdict naming a buffered document X that
-        writing turned into a repeat of W names W, the original that stays, not X (in drop mode a page never
-        delivered): a near repeat, and an exact one only when X lost a race to W's same text (an exact
-        repeat of a near repeat names that near repeat on one writer too).  One writer judging in the
-        claims' order judges such a near repeat against W, not X; where the rule would not accept it
-        against W (it is directed: a repeat of a repeat need not repeat the original) one writer keeps it,
-        and here it stays a repeat, named by W (benchmarks/README.md, ``es_writers``: 1 of 754 at 8
-        writers).  Returns, in annotate mode, the updates that make their stored copies say so."""
+        claimed an earlier original this one repeats.  A verdict naming a buffered document X that writing
+        turned into a repeat of W must not name X (in drop mode a page never delivered; one writer judging
+        in the claims' order never judges against a repeat): it names W, and a near one is returned to be
+        judged again (:meth:`_judge_again`), as is, in annotate mode, an exact one, whose stored copy says
+        so.  An exact repeat names X only when X lost a race to W's same text: of X made a near repeat it
+        stays (an exact repeat of a near repeat names it on one writer too)."""
         changed = {}
         for seq in seqs:
             batch = self.buffer.batch(seq)
@@ -288,7 +286,7 @@ class JudgingCoordinator:
         if not changed:
             return []
         demoted = {now.doc_id: now for now in changed.values()}
-        fixes = []
+        again = []
         for t in todo:
             verdict = outcomes[t.position]
             if not isinstance(verdict, Verdict):
@@ -300,11 +298,48 @@ class JudgingCoordinator:
             first = demoted.get(verdict.dup_of) if verdict.dup_of is not None else None
             if first is None or first.dup_of is None or (verdict.status == "exact" and first.status != "exact"):
                 continue
-            outcomes[t.position] = now = replace(verdict, dup_of=first.dup_of, cluster=first.cluster)
-            fix = self.writes.of_renamed(t.prepared.digest, now)
-            if fix is not None:
-                fixes.append(fix)
-        return fixes
+            outcomes[t.position] = replace(verdict, dup_of=first.dup_of, cluster=first.cluster)
+            if verdict.status == "near" or self.writes.index_duplicates:
+                again.append(t)
+        return again
+
+    async def _judge_again(self, again: list[Todo], outcomes: list[Verdict | Exception | None],
+                           words: dict[int, str | None]) -> None:
+        """The repeats :meth:`_changed` returned: a near one judged again against the originals claimed now
+        (one registry lookup), as one writer judging in the claims' order would (X is no candidate there);
+        one no original accepts is an original, written and claimed like any (its claim may still find an
+        earlier-stamped one it repeats).  In annotate mode their stored copies are written again to say so.
+        If the lookup fails they stay named by W (logged: ``es reconcile`` judges them again)."""
+        near = [t for t in again if cast(Verdict, outcomes[t.position]).status == "near"]
+        fresh: dict[int, Match | None] = {}
+        if near:
+            try:
+                found = await adrive(self.client, self.lookups.near(
+                    [query_features(t.prepared.featured(None)) for t in near]))
+                fresh = dict(zip((t.position for t in near), found))
+            except (TransportError, ApiError, LookupItemError) as exc:
+                self.stats.inc("errors")
+                logger.warning("zhdedup: %d repeat(s) of a document that became a repeat could not be judged "
+                               "again (%s); `zhdedup es reconcile` does", len(near), reason(exc))
+        for t in again:
+            verdict = cast(Verdict, outcomes[t.position])
+            if t.position in fresh:
+                verdict = verdict_for(verdict.doc_id, verdict.content_hash, verdict.fingerprint, fresh[t.position])
+                outcomes[t.position] = verdict
+            if verdict.status != "unique":
+                fix = self.writes.of_renamed(t.prepared.digest, verdict)
+                if fix is not None:
+                    self.buffer.enqueue(fix)
+                continue
+            if self.writes.index_duplicates:  # its copy, stored as a repeat, gives way to an original's
+                self.buffer.enqueue(Action("delete", t.prepared.digest))
+            write = self.writes.of_verdict(t.prepared, verdict, t.document, words.get(t.position))
+            assert write is not None  # an original is always written
+            self.buffer.enqueue(write.action, write.pending)
+        if self.buffer.open.actions:
+            last = self.buffer.open.seq
+            await self.buffer.written(last)
+            self._changed(again, outcomes, range(last, last + 1))  # its claim may make it a repeat after all
 
     def _lookup_failed(self, todo: list[Todo], outcomes: list[Verdict | Exception | None],
                        exc: Exception) -> list[Verdict | Exception]:

@@ -10,10 +10,12 @@ import random
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import cast
 
 import pytest
 from elasticsearch import Elasticsearch
 
+from corpora.corpus import build_accuracy_set
 from corpora.reposts import edit_chars
 from es_plugin.backend.groupcommit import Entry
 from es_plugin.backend.registry import OWNERS, Claimant, Registry, fill, key_ids
@@ -114,21 +116,18 @@ async def test_a_repeat_is_never_judged_against_a_later_stamp(es_url: str, index
     assert not any(state and "b" in {h for h, _ in state.owners} for state in after.values())  # withdrawn
 
 
-async def test_a_repeat_of_a_document_its_claim_demotes_names_the_original_that_stays(
-        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, texts: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Drop mode: X and Z (a repost of X) judged in one batch while W, whose repost X is, has claimed its
-    keys with an earlier stamp but its document is not written yet (the lookups cannot see it); W's
-    document lands before X's claim, which finds that X repeats W and deletes X's copy.  Z, judged
-    against X in the buffer, names W as one writer judging W, X, Z does, not X, a page never delivered."""
-    w_text = texts[6]
-    x_text = near_repost(w_text)
-    z_text = edit_chars(x_text, random.Random(6))
+async def _judged_while_demoted(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch,
+                                monkeypatch: pytest.MonkeyPatch, w_text: str, x_text: str, z_text: str,
+                                annotate: bool) -> tuple[list[Verdict], list[Verdict], dict[str, str]]:
+    """X and Z (which repeats X) judged in one batch while W, which X repeats, has claimed its keys with
+    an earlier stamp but its document is not written yet (the lookups cannot see it); W's document lands
+    before X's claim, which then finds that X repeats W.  Returns the verdicts of X and Z, one writer's of
+    X and Z after W, and the content hashes."""
     fingerprinter = Fingerprinter(DEDUP)
     w = fingerprinter.prepare("w", text=w_text)
     w_features = w.featured(fingerprinter.features)
     registry = Registry(index, KEYS, RULE, RetryPolicy(0), EsStats())
-    b = backend(es_url, index, tmp_path, annotate=False)
+    b = backend(es_url, index, tmp_path, annotate=annotate)
     await b.open()
     drive(es_client, registry.claim([Claimant(w.digest, "w", w_features, "0")], judge=False))
     w_source = Stored.of(verdict_for("w", w.digest, w_features.fingerprint, None), datetime.now(timezone.utc),
@@ -150,9 +149,44 @@ async def test_a_repeat_of_a_document_its_claim_demotes_names_the_original_that_
     assert all(isinstance(v, Verdict) for v in got), got
     one = Deduper(DEDUP)
     expected = [one.judge(doc_id, text=text) for doc_id, text in (("w", w_text), ("x", x_text), ("z", z_text))][1:]
-    assert [(v.status, v.dup_of, v.cluster) for v in got] == [  # type: ignore[union-attr]
-        (v.status, v.dup_of, v.cluster) for v in expected] == [("near", "w", "w"), ("near", "w", "w")]
-    assert not es_client.exists(index=index, id=x.digest)  # X's copy deleted: drop mode keeps no repeat
+    return cast("list[Verdict]", got), expected, {"w": w.digest, "x": x.digest, "z": z.digest}
+
+
+def _shown(verdicts: Sequence[Verdict]) -> list[tuple[str, str | None, str]]:
+    return [(v.status, v.dup_of, v.cluster) for v in verdicts]
+
+
+async def test_a_repeat_of_a_document_its_claim_demotes_names_the_original_that_stays(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, texts: list[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drop mode: Z, judged against X in the buffer before X's claim made X a repeat of W, names W as one
+    writer judging W, X, Z does, not X, a page never delivered."""
+    x_text = near_repost(texts[6])
+    got, expected, digests = await _judged_while_demoted(
+        es_url, index, tmp_path, es_client, monkeypatch, texts[6], x_text, edit_chars(x_text, random.Random(6)),
+        annotate=False)
+    assert _shown(got) == _shown(expected) == [("near", "w", "w"), ("near", "w", "w")]
+    assert not es_client.exists(index=index, id=digests["x"])  # X's copy deleted: drop mode keeps no repeat
+
+
+@pytest.mark.parametrize("annotate", [False, True], ids=["drop", "annotate"])
+async def test_a_repeat_only_of_a_document_its_claim_demotes_is_an_original(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, monkeypatch: pytest.MonkeyPatch,
+        annotate: bool) -> None:
+    """The same when the rule does not accept Z against W (it is directed: X, an article, repeats W, a
+    cut and edited repost of it; Z, X with a paragraph dropped, is contained in X, not in W): one writer
+    judging W, X, Z keeps Z, and so do the writers; Z is stored as an original and claims its keys."""
+    records = {r.id: r.text for r in build_accuracy_set(n_base=300)}
+    w_text, x_text, z_text = records["acc-000416"], records["acc-000329"], records["acc-000409"]
+    got, expected, digests = await _judged_while_demoted(es_url, index, tmp_path, es_client, monkeypatch,
+                                                         w_text, x_text, z_text, annotate=annotate)
+    assert _shown(got) == _shown(expected) == [("near", "w", "w"), ("unique", None, "z")]
+    stored = es_client.get(index=index, id=digests["z"])["_source"]["zhdedup"]
+    assert (stored["status"], stored["dup_of"], stored["cluster"]) == ("unique", None, "z")
+    fingerprinter = Fingerprinter(DEDUP)
+    keys = key_ids(KEYS, fingerprinter.features(fingerprinter.clean(text=z_text)))
+    states = drive(es_client, Registry(index, KEYS, RULE, RetryPolicy(0), EsStats()).read(keys))
+    assert any(state and digests["z"] in {h for h, _ in state.owners} for state in states.values())
 
 
 async def test_a_claim_whose_document_was_never_written_names_nothing(
