@@ -1,12 +1,13 @@
 """Several writer processes on one index: near repeats missed because of concurrency, before and after reconcile.
 
 The labelled accuracy set (``corpora.corpus.build_accuracy_set``: originals, 0–3 edited reposts each,
-look-alike pairs) is dealt round-robin to 1, 2 and 4 writer processes, which start together and each
-``es ingest`` their share in the global order (annotate mode, so every document lands in the index with
-its verdict; one worker process each).  A repost whose original went to another writer is found once
-that writer claimed its keys in the registry (registry.py), which it does before its verdict is
-returned; what is missed is two texts in flight at once whose claims crossed (the later-stamped one
-claimed first), stored as unique, which ``es_plugin.commands.reconcile`` repairs afterwards.
+look-alike pairs) is dealt round-robin to 1, 2, 4 (``--writers``) writer processes, which start together
+and each ``es ingest`` their share in the global order (annotate mode, so every document lands in the
+index with its verdict; one worker process each).  A repost whose original went to another writer is
+found once that writer claimed its keys in the registry (registry.py), which it does before its verdict
+is returned, and two claims that cross in flight are judged by the one landing second; what is missed
+is the order the writers judged in (a cut copy claimed before the text that contains it stays unique,
+as it would on one writer fed them in that order), and ``es_plugin.commands.reconcile`` runs afterwards.
 
 Counted against the ground truth groups (a group of n documents holds n - 1 repeats, whichever came
 first): ``missed`` = repeats stored as unique (unique documents per group beyond the first); ``split`` =
