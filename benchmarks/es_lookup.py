@@ -1,7 +1,8 @@
 """Lookup cost of the Elasticsearch backend on a populated index (default band layout; others on request).
 
 An index is filled with ``--docs`` documents shaped as the backend writes them (``Stored.to_source``:
-SimHash band keys, the MinHash sketch and its 16 keys; passages off, the default), then queried with
+SimHash band keys, the MinHash sketch and its 16 keys; passages off, the default) and its key registry
+(:class:`KeyOwners`: the key documents ``registry.fill`` would write, by bulk), then queried with
 real reposts:
 
 * ``--queries`` real articles (``corpora.corpus.load_base``) with their full features

@@ -19,7 +19,9 @@ Three benchmarks, each its own results file; node CPU is read from ``_nodes/stat
   registry split the same; the reposts of the real articles looked up as ``EsLookups`` does (realtime
   ``mget`` of the hash and the registry's two ``mget``, together): latency one document at a time,
   and node CPU per document in batches of ``--batch``, the three indices taking turns ``--repeat``
-  times.  Loading 1M documents takes ~3 min here; splitting instead of loading three times saves ~6.
+  times.  The registry is loaded by bulk ``create`` of exactly the key documents ``registry.fill`` writes
+  (``es_lookup.KeyOwners``; equal ids and sources checked on 5,000 documents): ``fill`` itself took 178 s
+  for 50,000 documents, an hour at 1M.  Splitting instead of loading three times saves two loads.
 
     python -m benchmarks es_disk --url URL [--docs 20000]
     python -m benchmarks es_ingest_cpu --url URL [--docs 3000 | --news] [--repeat 3] [--workers 2]
