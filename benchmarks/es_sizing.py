@@ -7,20 +7,24 @@ Three benchmarks, each its own results file; node CPU is read from ``_nodes/stat
 * ``es_disk``: ``zhdedup es ingest`` (annotate mode) of ``--docs`` documents of the throughput corpus (real
   news, sentence mosaics, 30 % reposts, half of them as HTML pages) into a fresh index, force-merged to
   one segment, then ``_disk_usage?run_expensive_tasks=true``: bytes per document of each field and how
-  (inverted index, stored fields, doc values, norms, points);
+  (inverted index, stored fields, doc values, norms, points); its key registry (one document per band key
+  claimed) force-merged too, its bytes per judged document and per key, and both together;
 * ``es_ingest_cpu``: the node's CPU per judged document of ``es ingest`` and of ``elasticsearch.helpers.bulk`` of
   exactly the documents that ingest stored (read back from its index) into an index with the same
-  template, taking turns ``--repeat`` times;
+  template, taking turns ``--repeat`` times; beside them ``zhdedup scan`` of the same file, and the wall
+  time and the processes' own CPU of each (``es ingest --workers 1`` against ``scan --workers 1``);
 * ``es_shards``: ``es_lookup``'s index of ``--docs`` documents (real articles and sentence mixtures,
   the keys collide as real ones do) loaded once on one shard and force-merged, then split (``_split``:
   hard links, no reload) into 3 and 6 shards, each force-merged to one segment per shard, its key
   registry split the same; the reposts of the real articles looked up as ``EsLookups`` does (realtime
   ``mget`` of the hash and the registry's two ``mget``, together): latency one document at a time,
   and node CPU per document in batches of ``--batch``, the three indices taking turns ``--repeat``
-  times.  Loading 1M documents takes ~3 min here; splitting instead of loading three times saves ~6.
+  times.  The registry is loaded by bulk ``create`` of exactly the key documents ``registry.fill`` writes
+  (``es_lookup.KeyOwners``; equal ids and sources checked on 5,000 documents): ``fill`` itself took 178 s
+  for 50,000 documents, an hour at 1M.  Splitting instead of loading three times saves two loads.
 
     python -m benchmarks es_disk --url URL [--docs 20000]
-    python -m benchmarks es_ingest_cpu --url URL [--docs 3000] [--repeat 3] [--workers 2]
+    python -m benchmarks es_ingest_cpu --url URL [--docs 3000 | --news] [--repeat 3] [--workers 2]
     python -m benchmarks es_shards --url URL [--docs 1000000] [--shards 1,3,6] [--repeat 3] [--keep]
 """
 
@@ -29,7 +33,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
+import resource
 import statistics
 import sys
 import time
@@ -42,6 +48,7 @@ from benchmarks import common
 from benchmarks.common import fresh_index, run_cli
 from benchmarks.es_lookup import load, percentile, real_articles, reposts, sentence_pool
 from benchmarks.runner import Benchmark, Result, positive
+from benchmarks.throughput import news_file
 from corpora.corpus import scan_file
 from es_plugin.backend.lookups import EsLookups
 from es_plugin.backend.retry import RetryPolicy
@@ -88,13 +95,17 @@ def disk(args: argparse.Namespace, client: Elasticsearch) -> tuple[dict[str, Any
     fresh_index(client, index)
     path = scan_file(args.docs, DEFAULT_SEED, HTML_RATE)
     judged = ingest(args.url, index, path, args.workers)
-    client.indices.refresh(index=index)
-    client.options(request_timeout=3600).indices.forcemerge(index=index, max_num_segments=1)
+    registry = registry_name(index)
+    client.indices.refresh(index=[index, registry])
+    client.options(request_timeout=3600).indices.forcemerge(index=[index, registry], max_num_segments=1)
     docs = client.count(index=index)["count"]
     usage = client.options(request_timeout=3600).perform_request(
         "POST", f"/{index}/_disk_usage", params={"run_expensive_tasks": "true"}, headers={"accept": "application/json"})
     report = usage.body[index]
-    store = client.indices.stats(index=index, metric="store")["indices"][index]["primaries"]["store"]["size_in_bytes"]
+    sizes = client.indices.stats(index=[index, registry], metric="store,docs")["indices"]
+    store = sizes[index]["primaries"]["store"]["size_in_bytes"]
+    keys_bytes, keys = (sizes[registry]["primaries"]["store"]["size_in_bytes"],
+                        sizes[registry]["primaries"]["docs"]["count"])
     fields = {name: {"total": f["total_in_bytes"], **{k: _kind(f, k) for k in _KINDS}}
               for name, f in report["fields"].items()}
     rows = sorted(fields.items(), key=lambda item: -item[1]["total"])
@@ -109,9 +120,13 @@ def disk(args: argparse.Namespace, client: Elasticsearch) -> tuple[dict[str, Any
     chars = [len(line) for line in path.read_text(encoding="utf-8").splitlines()]
     summary = {"docs": docs, "judged": judged, "store_bytes": store, "bytes_doc": store / docs,
                "disk_usage_bytes_doc": report["store_size_in_bytes"] / docs, "fields": fields,
-               "mean_jsonl_line_chars": statistics.mean(chars), "source_parts_json_bytes_doc": parts}
-    return summary, [f"{docs:,} documents, {store / docs:,.0f} bytes each on disk (one segment)\n\n{table}",
-                     source_table]
+               "mean_jsonl_line_chars": statistics.mean(chars), "source_parts_json_bytes_doc": parts,
+               "registry": {"key_documents": keys, "store_bytes": keys_bytes, "bytes_doc": keys_bytes / docs,
+                            "bytes_key": keys_bytes / max(keys, 1)},
+               "index_and_registry_bytes_doc": (store + keys_bytes) / docs}
+    return summary, [f"{docs:,} documents, {store / docs:,.0f} bytes each on disk (one segment); their key registry "
+                     f"{keys:,} key documents, {keys_bytes / docs:,.0f} bytes a document ({keys_bytes / max(keys, 1):,.0f} "
+                     f"a key); both {(store + keys_bytes) / docs:,.0f} bytes a document\n\n{table}", source_table]
 
 
 def source_parts(client: Elasticsearch, index: str, sample: int = 2000) -> dict[str, float]:
@@ -139,31 +154,51 @@ def _kind(field: dict[str, Any], kind: str) -> int:
 # --- cpu ----------------------------------------------------------------------------------------------
 
 
+class Timed:
+    """Wall seconds and the CPU seconds of the child processes (``zhdedup`` and its workers) of ``run()``."""
+
+    def __init__(self, run: Callable[[], Any]) -> None:
+        before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        self.result = run()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.wall = time.perf_counter() - started
+        self.cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
 def cpu(args: argparse.Namespace, client: Elasticsearch) -> tuple[dict[str, Any], list[str]]:
-    """Per round: ``es ingest`` into a fresh index; ``helpers.bulk`` of what it stored into a fresh index with
-    the same template, plainly (bulks of 1000, one refresh at the end); and the same refreshed after every
-    bulk of 500, as ingest writes (``refresh=true``, a batch of 1000 in two requests): what ingest's writes
-    alone cost, so the rest is its lookups."""
-    path = scan_file(args.docs, DEFAULT_SEED, HTML_RATE)
+    """Per round: ``zhdedup scan`` of the same file (``--workers`` as ingest's); ``es ingest`` into a fresh
+    index; ``helpers.bulk`` of what it stored into a fresh index with the same template, plainly (bulks of
+    1000, one refresh at the end); and the same refreshed after every bulk of 500, as ingest writes
+    (``refresh=true``, a batch of 1000 in two requests): what ingest's writes alone cost, so the rest is its
+    lookups.  Wall time and the processes' own CPU (rusage) beside the node's: where ingest's time goes."""
+    path = news_file() if args.news else scan_file(args.docs, DEFAULT_SEED, HTML_RATE)
     ingested, bulked = f"{PREFIX}-ingest", f"{PREFIX}-bulk"
     layout = BandLayout.from_config(DedupConfig())
     stored: list[dict[str, Any]] = []
     rounds = []
     for n in range(args.repeat):
+        common.wait_until_quiet(client)
+        scanned = Timed(lambda: run_cli(["scan", str(path), "-o", os.devnull, "--workers", str(args.workers)]))
         fresh_index(client, ingested)
-        seconds, judged = node_cpu_of(client, lambda: ingest(args.url, ingested, path, args.workers))
+        seconds, run = node_cpu_of(client, lambda: Timed(lambda: ingest(args.url, ingested, path, args.workers)))
+        judged = run.result
         if not stored:  # exactly what ingest stored, as helpers.bulk's actions
             client.indices.refresh(index=ingested)
             stored = [{"_index": bulked, "_id": hit["_id"], "_source": hit["_source"]}
                       for hit in helpers.scan(client, index=ingested, size=1000)]
-        row: dict[str, Any] = {"round": n + 1, "judged": judged, "ingest_cpu_s": seconds}
+        row: dict[str, Any] = {"round": n + 1, "judged": judged, "ingest_cpu_s": seconds, "ingest_wall_s": run.wall,
+                               "ingest_process_cpu_s": run.cpu, "scan_wall_s": scanned.wall,
+                               "scan_process_cpu_s": scanned.cpu}
         for name, chunk, refresh in (("bulk", BULK, False), ("bulk_refreshed", BULK // 2, True)):
             fresh_index(client, bulked)
             install(client, bulked, layout)  # the same mapping and settings (the text field, words, no refresh timer)
-            row[f"{name}_cpu_s"], row[f"{name}_docs"] = node_cpu_of(client, lambda c=chunk, r=refresh, a=stored: bulk(
-                client, bulked, a, c, r))
+            row[f"{name}_cpu_s"], timed = node_cpu_of(client, lambda c=chunk, r=refresh, a=stored: Timed(lambda: bulk(
+                client, bulked, a, c, r)))
+            row[f"{name}_docs"], row[f"{name}_wall_s"] = timed.result, timed.wall
         row.update(ingest_ms_doc=1000 * seconds / judged, bulk_ms_doc=1000 * row["bulk_cpu_s"] / row["bulk_docs"],
-                   bulk_refreshed_ms_doc=1000 * row["bulk_refreshed_cpu_s"] / row["bulk_refreshed_docs"])
+                   bulk_refreshed_ms_doc=1000 * row["bulk_refreshed_cpu_s"] / row["bulk_refreshed_docs"],
+                   ingest_process_ms_doc=1000 * run.cpu / judged, scan_process_ms_doc=1000 * scanned.cpu / judged,
+                   ingest_vs_scan=scanned.wall / run.wall, bulk_vs_scan=scanned.wall / row["bulk_wall_s"])
         row["ratio"] = row["ingest_ms_doc"] / row["bulk_ms_doc"]
         rounds.append(row)
         print(f"# {row}", file=sys.stderr, flush=True)
@@ -173,8 +208,15 @@ def cpu(args: argparse.Namespace, client: Elasticsearch) -> tuple[dict[str, Any]
                           "helpers.bulk, refreshed per 500, ms/doc"],
                          [(r["round"], r["ingest_ms_doc"], r["bulk_ms_doc"], f"{r['ratio']:.2f}x",
                            r["bulk_refreshed_ms_doc"]) for r in rounds])
-    return {"rounds": rounds, "median_ratio": statistics.median(r["ratio"] for r in rounds),
-            "workers": args.workers}, [table]
+    speed = common.table(["round", "scan s", "es ingest s", "ingest vs scan", "helpers.bulk s", "bulk vs scan",
+                          "scan process CPU ms/doc", "ingest process CPU ms/doc", "ingest node CPU ms/doc"],
+                         [(r["round"], r["scan_wall_s"], r["ingest_wall_s"], f"{r['ingest_vs_scan']:.2f}x",
+                           r["bulk_wall_s"], f"{r['bulk_vs_scan']:.2f}x", r["scan_process_ms_doc"],
+                           r["ingest_process_ms_doc"], r["ingest_ms_doc"]) for r in rounds])
+    medians = {key: statistics.median(r[key] for r in rounds) for key in (
+        "ratio", "ingest_vs_scan", "bulk_vs_scan", "scan_process_ms_doc", "ingest_process_ms_doc", "ingest_ms_doc")}
+    return {"rounds": rounds, "median_ratio": medians.pop("ratio"), "medians": medians, "workers": args.workers,
+            "corpus": "news" if args.news else "mixed"}, [table, speed]
 
 
 def bulk(client: Elasticsearch, index: str, actions: list[dict[str, Any]], chunk: int, refresh: bool) -> int:
@@ -288,6 +330,8 @@ def cpu_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--docs", type=positive, default=3000, help="documents (default %(default)s)")
     parser.add_argument("--workers", type=positive, default=2, help="es ingest --workers (default %(default)s)")
     parser.add_argument("--repeat", type=positive, default=3, help="rounds, taking turns (default %(default)s)")
+    parser.add_argument("--news", action="store_true", help="the throughput benchmark's news corpus (all of it) "
+                        "instead of --docs documents of the mixed one")
 
 
 def shards_options(parser: argparse.ArgumentParser) -> None:
