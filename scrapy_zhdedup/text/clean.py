@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from functools import cache, cached_property
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # imported where a page is read: plain text needs none of the
 from ..config import Extractor
 from ..errors import ConfigError, EmptyTextError, JunkError
 from . import junk
+from .t2s import convertible
 
 # Elements that never hold the article body.
 _DROP_TAGS = (
@@ -107,6 +109,11 @@ class TextCleaner:
 
         return opencc.OpenCC("t2s")
 
+    @cached_property
+    def _t2s_changes(self) -> Callable[[str], bool]:
+        """False for a text the conversion leaves as it is (most simplified texts), which then skips it (t2s.py)."""
+        return convertible(Path(self._opencc.config))
+
     def clean(self, *, text: str | None = None, html: str | bytes | None = None,
               encoding: str | None = None) -> str:
         """Normalised main text; raises :class:`EmptyTextError` if nothing judgeable is left."""
@@ -152,7 +159,7 @@ class TextCleaner:
             # The replacements are NFKC's own, so a result NFKC leaves alone is NFKC of the text.
             text = narrow if unicodedata.is_normalized("NFKC", narrow) else unicodedata.normalize("NFKC", text)
         text = _INVISIBLE.sub("", text)
-        if self.traditional_to_simplified and _CJK.search(text):
+        if self.traditional_to_simplified and _CJK.search(text) and self._t2s_changes(text):
             text = self._opencc.convert(text)
         return _collapse_spaces(text)
 
