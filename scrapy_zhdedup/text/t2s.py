@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -76,6 +74,9 @@ def convertible(config: Path) -> Callable[[str], bool]:
 def derive(config: Path, tool: Path) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """The BMP characters and the phrases (with the characters where each differs) that the dictionaries of
     ``config`` convert to something else, read with OpenCC's ``opencc_dict`` ``tool``."""
+    import subprocess  # here, not at the top: ~10 ms of every start-up, for a tool only the keys' update runs
+    import tempfile
+
     characters: set[str] = set()
     phrases: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
