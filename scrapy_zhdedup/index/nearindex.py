@@ -85,7 +85,7 @@ class NearIndex:
             self.sketch_keys.add_many(features.sketch_keys, row)
             if features.passages:
                 self.passages.add_many(features.passages, row)
-        self._values.extend(features.sketch.values.tolist())
+        self._values.frombytes(features.sketch.values.astype(np.uint16, copy=False).tobytes())  # 0.3 µs; tolist(): 7
         self._shingles.append(min(features.sketch.shingles, 0xFFFF_FFFF))
         return row
 
