@@ -75,14 +75,20 @@ class Overlap(NamedTuple):
 def shingle_hashes(text: str, n: int = SHINGLE) -> np.ndarray:
     """Sorted distinct 32-bit hashes of the character n-grams of ``text``'s word characters."""
     codes = np.frombuffer(text.lower().encode("utf-32-le"), dtype=np.uint32)
-    codes = codes[_WORD[np.minimum(codes, 0xFFFF)]].astype(np.uint64)  # above the BMP: _WORD[0xFFFF], a word
+    # mode="clip" reads every code point above the BMP at _WORD[0xFFFF] (a word) in the same call
+    codes = codes.compress(_WORD.take(codes, mode="clip")).astype(np.uint64)
     if len(codes) < n:  # a text shorter than one shingle is one shingle
         codes = np.concatenate([codes, np.zeros(n - len(codes), dtype=np.uint64)])
-    width = len(codes) - n + 1
-    # Polynomial hash mod 2**64 (wrapping on purpose) of every window, as one product of the windows
-    # (a strided view, no copy) with the powers of the prime: few numpy calls, whose fixed cost is
-    # most of the time on a short text.
-    h = np.ndarray((width, n), dtype=np.uint64, buffer=codes, strides=(8, 8)) @ _powers(n)
+    # Polynomial hash mod 2**64 (wrapping on purpose) of every window, c0 P^(n-1) + ... + c(n-1), built by
+    # doubling the window (h[i] P^m + h[i + m]) and adding one code point where n's binary digits say: two
+    # products and two sums for n = 4, on whole arrays.
+    h, m = codes, 1
+    for digit in bin(n)[3:]:
+        h = h[:-m] * _power(m) + h[m:]
+        m *= 2
+        if digit == "1":
+            h = h[:-1] * _PRIME + codes[m:]
+            m += 1
     h ^= h >> np.uint64(31)
     h *= _MIX
     h ^= h >> np.uint64(29)
@@ -92,9 +98,9 @@ def shingle_hashes(text: str, n: int = SHINGLE) -> np.ndarray:
 
 
 @cache
-def _powers(n: int) -> np.ndarray:
-    """``_PRIME`` ** (n-1 ... 0) mod 2**64: ``codes @ _powers(n)`` is the Horner sum c0 P^(n-1) + ... + c(n-1)."""
-    return np.array([pow(_PRIME_INT, n - 1 - k, 1 << 64) for k in range(n)], dtype=np.uint64)
+def _power(m: int) -> np.uint64:
+    """``_PRIME`` ** m mod 2**64."""
+    return np.uint64(pow(_PRIME_INT, m, 1 << 64))
 
 
 def _starts_run(sorted_values: np.ndarray) -> np.ndarray:
