@@ -120,7 +120,7 @@ def judge(feats: Sequence[Features], digests: Sequence[str], parts: Parts) -> li
 
 
 def _view(s: Sketch) -> Sketch:
-    return Sketch(np.array(key_view(s.values.tolist()), dtype=np.uint16), s.shingles)
+    return Sketch(key_view(s.values).astype(np.uint16), s.shingles)
 
 
 def run_corpus(corpus: str) -> dict[str, Any]:

@@ -75,14 +75,20 @@ class Overlap(NamedTuple):
 def shingle_hashes(text: str, n: int = SHINGLE) -> np.ndarray:
     """Sorted distinct 32-bit hashes of the character n-grams of ``text``'s word characters."""
     codes = np.frombuffer(text.lower().encode("utf-32-le"), dtype=np.uint32)
-    codes = codes[_WORD[np.minimum(codes, 0xFFFF)]].astype(np.uint64)  # above the BMP: _WORD[0xFFFF], a word
+    # mode="clip" reads every code point above the BMP at _WORD[0xFFFF] (a word) in the same call
+    codes = codes.compress(_WORD.take(codes, mode="clip")).astype(np.uint64)
     if len(codes) < n:  # a text shorter than one shingle is one shingle
         codes = np.concatenate([codes, np.zeros(n - len(codes), dtype=np.uint64)])
-    width = len(codes) - n + 1
-    # Polynomial hash mod 2**64 (wrapping on purpose) of every window, as one product of the windows
-    # (a strided view, no copy) with the powers of the prime: few numpy calls, whose fixed cost is
-    # most of the time on a short text.
-    h = np.ndarray((width, n), dtype=np.uint64, buffer=codes, strides=(8, 8)) @ _powers(n)
+    # Polynomial hash mod 2**64 (wrapping on purpose) of every window, c0 P^(n-1) + ... + c(n-1), built by
+    # doubling the window (h[i] P^m + h[i + m]) and adding one code point where n's binary digits say: two
+    # products and two sums for n = 4, on whole arrays.
+    h, m = codes, 1
+    for digit in bin(n)[3:]:
+        h = h[:-m] * _power(m) + h[m:]
+        m *= 2
+        if digit == "1":
+            h = h[:-1] * _PRIME + codes[m:]
+            m += 1
     h ^= h >> np.uint64(31)
     h *= _MIX
     h ^= h >> np.uint64(29)
@@ -92,9 +98,9 @@ def shingle_hashes(text: str, n: int = SHINGLE) -> np.ndarray:
 
 
 @cache
-def _powers(n: int) -> np.ndarray:
-    """``_PRIME`` ** (n-1 ... 0) mod 2**64: ``codes @ _powers(n)`` is the Horner sum c0 P^(n-1) + ... + c(n-1)."""
-    return np.array([pow(_PRIME_INT, n - 1 - k, 1 << 64) for k in range(n)], dtype=np.uint64)
+def _power(m: int) -> np.uint64:
+    """``_PRIME`` ** m mod 2**64."""
+    return np.uint64(pow(_PRIME_INT, m, 1 << 64))
 
 
 def _starts_run(sorted_values: np.ndarray) -> np.ndarray:
@@ -116,62 +122,80 @@ def sketch(text: str) -> Sketch:
 
 
 def sketch_of_hashes(h: np.ndarray) -> Sketch:
-    """:func:`sketch` of a text from its :func:`shingle_hashes` (made once, for the SimHash too: simhash.py)."""
-    bins = h >> np.uint64(_BIN_BITS)
-    first = _starts_run(bins)
-    values = np.full(SKETCH_SIZE, EMPTY, dtype=np.uint16)
-    offsets = h[first] & np.uint64((1 << _BIN_BITS) - 1)
-    values[bins[first]] = np.minimum(offsets >> _OFFSET_SHIFT, EMPTY - 1)
+    """:func:`sketch` of a text from its :func:`shingle_hashes` (made once, for the SimHash too: simhash.py).
+    ``h`` is sorted, so a bin's smallest hash is the first at or after its start (one binary search of the
+    bins' starts): every step after it is on the ``SKETCH_SIZE`` bins, not on the shingles."""
+    at = np.searchsorted(h, _BIN_STARTS)
+    offsets = h.take(at[:-1], mode="clip")  # an empty bin's (the next bin's first, or past the end) is masked below
+    offsets -= _BIN_STARTS[:-1]
+    offsets >>= _OFFSET_SHIFT
+    values = np.minimum(offsets, EMPTY - 1).astype(np.uint16)
+    values[at[1:] == at[:-1]] = EMPTY
     return Sketch(values, len(h))
 
 
-def key_view(values: list[int]) -> list[int]:
-    """The ``KEY_BINS``-bin sketch of the same text, from the ``SKETCH_SIZE`` bins: a view bin covers two
-    neighbouring bins, and its minimum is the first one's when that is filled, else the second's
+_BIN_STARTS = np.arange(SKETCH_SIZE + 1, dtype=np.uint64) << np.uint64(_BIN_BITS)  # and the end of the last bin
+
+
+def _view_tables() -> tuple[np.ndarray, np.ndarray]:
+    """What a view bin holds from its first bin's value (``> EMPTY`` when empty) and from its second's."""
+    value = np.arange(0x10000, dtype=np.uint32)
+    first = value >> 1
+    first[EMPTY] = EMPTY + 1
+    second = np.minimum(0x8000 | (value >> 1), EMPTY - 1)
+    second[EMPTY] = EMPTY
+    return first, second
+
+
+_VIEW_FIRST, _VIEW_SECOND = _view_tables()
+
+
+def key_view(values: np.ndarray) -> np.ndarray:
+    """The ``KEY_BINS``-bin sketch of the same text (uint32), from the ``SKETCH_SIZE`` bins: a view bin covers
+    two neighbouring bins, and its minimum is the first one's when that is filled, else the second's
     (offset by half the view bin's width).  One bit of the offset is lost, so this is exactly what a
-    sketch of ``KEY_BINS`` bins would hold."""
-    out = []
-    for first, second in zip(values[0::2], values[1::2]):
-        if first != EMPTY:
-            out.append(first >> 1)
-        elif second != EMPTY:
-            out.append(min(0x8000 | (second >> 1), EMPTY - 1))
-        else:
-            out.append(EMPTY)
-    return out
+    sketch of ``KEY_BINS`` bins would hold.  Two table lookups and a minimum: a filled first bin's entry is
+    below every second bin's, an empty one's above."""
+    return np.minimum(_VIEW_FIRST.take(values[0::2]), _VIEW_SECOND.take(values[1::2]))
 
 
-def _densified(values: list[int]) -> list[int]:
+_DENSE = ROWS * BANDS  # view bins the band keys are made of
+_AT = np.arange(_DENSE)
+
+
+def _densified(view: np.ndarray) -> np.ndarray:
     """The first ``ROWS * BANDS`` values densified by rotation (Shrivastava & Li 2014): an empty bin
     takes the next filled bin's value (cyclically) marked with the distance, so two texts agree on it
     only when they agree on that bin and on the gap.  Makes band keys work for short texts, where
-    most bins are empty.  Plain Python: on 64 values it is cheaper than numpy's per-call cost."""
-    filled = [i for i, v in enumerate(values) if v != EMPTY]
-    if not filled:
-        return values[: ROWS * BANDS]
-    out = []
-    later = iter(filled)
-    nxt = next(later)
-    for i in range(ROWS * BANDS):
-        while nxt < i:
-            nxt = next(later, filled[0] + len(values))  # past the last filled bin: wrap to the first
-        out.append(values[nxt % len(values)] + ((nxt - i) << 16))
-    return out
+    most bins are empty; a long text's are all filled, and are returned as they are."""
+    head = view[:_DENSE]
+    if head.max() != EMPTY:
+        return head
+    filled = np.flatnonzero(view != EMPTY)
+    if not len(filled):
+        return head
+    nxt = np.append(filled, filled[0] + len(view))[np.searchsorted(filled, _AT)]  # past the last: the first
+    return view[nxt % len(view)] + ((nxt - _AT).astype(np.uint64) << np.uint64(16))
+
+
+_BAND_STARTS = np.arange(1, BANDS + 1, dtype=np.uint64) * _PRIME  # the first row's key * _PRIME, per band
+_MIX_THEN_PRIME = np.uint64(_MIX_INT * _PRIME_INT & _MASK64)
 
 
 def band_keys(s: Sketch) -> list[int]:
     """32-bit keys of ``BANDS`` bands of ``ROWS`` densified values of the key view; the band number is in
-    the key.  Plain Python integers (mod 2**64), for the same reason as :func:`_densified`."""
-    v = _densified(key_view(s.values.tolist()))
-    keys = []
-    for band in range(BANDS):
-        key = band + 1
-        for value in v[band * ROWS : band * ROWS + ROWS]:
-            key = (key * _PRIME_INT + value) & _MASK64
-            key ^= key >> 29
-            key = (key * _MIX_INT) & _MASK64
-        keys.append(key >> 32)
-    return keys
+    the key.  Per band, from ``band + 1``: per row, ``key * _PRIME + value``, ``key ^= key >> 29``,
+    ``key *= _MIX`` (mod 2**64); the key is the top 32 bits.  Computed for all the bands at once."""
+    rows = _densified(key_view(s.values)).reshape(BANDS, ROWS)
+    key = _BAND_STARTS + rows[:, 0]
+    for r in range(1, ROWS):
+        key ^= key >> np.uint64(29)
+        key *= _MIX_THEN_PRIME
+        key += rows[:, r]
+    key ^= key >> np.uint64(29)
+    key *= _MIX
+    key >>= np.uint64(32)
+    return key.tolist()
 
 
 def estimate_many(s: Sketch, values: np.ndarray, shingles: np.ndarray) -> list[Overlap]:

@@ -180,6 +180,50 @@ def test_band_keys_equal_the_old_ones(inputs: list[str]) -> None:
         assert sketch.band_keys(s) == _old_band_keys(s)
 
 
+def _plain_band_keys(s: Sketch) -> list[int]:
+    """The band keys in plain Python, one value at a time (the implementation before the numpy one)."""
+    values, empty = s.values.tolist(), sketch.EMPTY
+    view = []
+    for first, second in zip(values[0::2], values[1::2]):
+        if first != empty:
+            view.append(first >> 1)
+        elif second != empty:
+            view.append(min(0x8000 | (second >> 1), empty - 1))
+        else:
+            view.append(empty)
+    filled = [i for i, v in enumerate(view) if v != empty]
+    dense = view[: sketch.ROWS * sketch.BANDS]
+    if filled:
+        dense = []
+        for i in range(sketch.ROWS * sketch.BANDS):
+            nxt = next((j for j in filled if j >= i), filled[0] + len(view))
+            dense.append(view[nxt % len(view)] + ((nxt - i) << 16))
+    keys = []
+    for band in range(sketch.BANDS):
+        key = band + 1
+        for value in dense[band * sketch.ROWS : (band + 1) * sketch.ROWS]:
+            key = (key * int(sketch._PRIME) + value) % 2**64
+            key ^= key >> 29
+            key = key * int(sketch._MIX) % 2**64
+        keys.append(key >> 32)
+    return keys
+
+
+def test_band_keys_equal_plain_python_on_random_sketches(inputs: list[str]) -> None:
+    """Random sketches from all bins filled to none (short texts: most bins EMPTY), values up to EMPTY - 1,
+    and the sketches of real and random texts of every length."""
+    rng = np.random.default_rng(40)
+    sketches = _sketches_with_edge_layouts(inputs)
+    for _ in range(3000):
+        filled = rng.choice(SKETCH_SIZE, size=int(rng.choice([rng.integers(0, 8), rng.integers(0, SKETCH_SIZE + 1)])),
+                            replace=False)
+        values = np.full(SKETCH_SIZE, sketch.EMPTY, dtype=np.uint16)
+        values[filled] = rng.integers(0, sketch.EMPTY, size=len(filled))
+        sketches.append(Sketch(values, len(filled)))
+    for s in sketches:
+        assert sketch.band_keys(s) == _plain_band_keys(s), s.values.tolist()
+
+
 def _edited(s: Sketch, rng: random.Random) -> Sketch:
     """A near copy of ``s`` (a few bins emptied, filled or changed; a few more or fewer shingles),
     so every count lands near the thresholds: equal bins, owned bins around MIN_SUPPORT."""

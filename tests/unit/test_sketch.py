@@ -103,4 +103,4 @@ def test_band_keys_come_from_the_64_bin_view_of_the_sketch(texts: list[str]) -> 
         first = np.concatenate(([True], bins[1:] != bins[:-1]))
         expected = np.full(sketch.KEY_BINS, sketch.EMPTY, dtype=np.uint16)
         expected[bins[first]] = np.minimum(offsets[first] >> np.uint64(10), sketch.EMPTY - 1)
-        assert sketch.key_view(sketch.sketch(text).values.tolist()) == expected.tolist()
+        assert sketch.key_view(sketch.sketch(text).values).tolist() == expected.tolist()
