@@ -318,3 +318,14 @@ def test_width_forms_are_normalised_exactly_as_nfkc() -> None:
         nfkc = unicodedata.normalize("NFKC", text)
         expected = re.sub(r"[^\S\n]+", " ", nfkc).strip()
         assert cleaner.normalise(text) == expected, repr(text)
+
+
+def test_a_source_note_ending_the_last_line_is_cut_whatever_follows_it_as_space() -> None:
+    """The tail rule is tried only on a line ending like a source note (furniture.py): with trailing spaces
+    of any kind it still cuts, and a title inside the line, not at its end, stays."""
+    body = "这是一篇关于城市交通建设的长篇报道，记者走访了多个街区。" * 4
+    for space in ("", " ", "\u3000", "\u2003 ", "\t"):
+        assert without_furniture(f"{body}——选自《人民日报》{space}") == body
+        assert without_furniture(f"{body}（来源：新华社）{space}") == body
+    kept = f"{body}据《人民日报》报道，工程已经完工。"
+    assert without_furniture(kept) == kept
