@@ -28,23 +28,26 @@ import functools
 import gc
 import itertools
 import logging
-import multiprocessing
-import multiprocessing.connection
 import os
 import signal
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Generic, Literal, NamedTuple, TypeVar
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar
 
 from .config import DedupConfig
 from .errors import ConfigError, ZhDedupError
 from .model import Featurize, Prepared
 from .similarity.fingerprinter import Fingerprinter
 from .similarity.words import load_dictionaries
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+# multiprocessing and concurrent.futures.process (~25 ms to import, a tenth of `zhdedup scan`'s start-up)
+# are imported where worker processes are started or their failures caught: a run with one worker never is.
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -110,6 +113,8 @@ def _init(config: DedupConfig) -> None:
         load_dictionaries()  # a spawned worker's; a forked one has its parent's
     gc.freeze()  # a spawned worker's modules, as the parent's before a fork (PreparePool._processes)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent stops the pool
+    import multiprocessing
+
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
@@ -118,6 +123,8 @@ def _init(config: DedupConfig) -> None:
 def _exit_with(parent_sentinel: int) -> None:
     """A parent killed hard (kill -9) cannot stop its pool, and a worker waiting for work would wait
     forever: it leaves when the parent's sentinel says the parent is gone."""
+    import multiprocessing.connection
+
     multiprocessing.connection.wait([parent_sentinel])
     os._exit(1)
 
@@ -175,6 +182,9 @@ class PreparePool(Generic[In, Out]):
         return self
 
     def _processes(self) -> ProcessPoolExecutor:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         method = self._start_method()
         if method == "fork":
             if Fingerprinter(self.config).segments:
@@ -193,6 +203,8 @@ class PreparePool(Generic[In, Out]):
         """``fork`` when asked and safe: one thread in this process (a second one may hold a lock the
         children would inherit held), and Python >= 3.11, whose pool forks all its workers before
         starting its own thread (cpython#90622).  Otherwise ``spawn``."""
+        import multiprocessing
+
         safe = sys.version_info >= (3, 11) and threading.active_count() == 1
         return "fork" if self.fork and safe and "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
@@ -232,6 +244,8 @@ class PreparePool(Generic[In, Out]):
             self._submit_chunk(part).add_done_callback(functools.partial(_spread, futures[start : start + share]))
 
     def _submit_chunk(self, chunk: list[In]) -> Future[list[Out | Exception]]:
+        from concurrent.futures.process import BrokenProcessPool
+
         with self._replacing:
             if self._executor is None:
                 raise RuntimeError("PreparePool.send needs worker processes (workers > 1), inside its with block")
@@ -247,6 +261,8 @@ class PreparePool(Generic[In, Out]):
 def _spread(futures: Sequence[Future[Out | Exception]], chunk: Future[list[Out | Exception]]) -> None:
     """A chunk's results to its items' futures, or the error that lost it (a chunk cancelled by the
     replacement of a broken pool counts as lost with it: :func:`prepared_by` sends its items again)."""
+    from concurrent.futures.process import BrokenProcessPool
+
     error = BrokenProcessPool("the pool was replaced") if chunk.cancelled() else chunk.exception()
     if error is not None:
         for future in futures:
@@ -291,6 +307,8 @@ class TurnBatcher(Generic[In, Out]):
 def prepared_by(pool: PreparePool[In, Out], future: Future[Out | Exception], item: In) -> Out:
     """What ``future`` (:meth:`TurnBatcher.submit`) gives, waited for on this thread; raises what
     preparing ``item`` raised.  Sent again once if its worker died on the way."""
+    from concurrent.futures.process import BrokenProcessPool
+
     try:
         result = future.result()
     except BrokenProcessPool:
