@@ -12,7 +12,6 @@ survives a power loss too (the embedded store empties its log only after that).
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -21,7 +20,7 @@ from typing import BinaryIO
 def temporary_beside(path: Path) -> tuple[int, Path]:
     """A new, empty file ``.NAME.XXXXXXXX.tmp`` beside ``path``, open for writing, with the umask's mode."""
     while True:
-        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        tmp = path.parent / f".{path.name}.{os.urandom(4).hex()}.tmp"
         try:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), tmp
         except FileExistsError:
