@@ -38,7 +38,7 @@ def test_bulk_loaded_registry_equals_what_fill_writes(es_client: Elasticsearch, 
         docs.append((f"d{i}", content_hash(text), Features(rng.getrandbits(64), [], summary, band_keys(summary))))
     layout, seen_at = BandLayout.from_config(DedupConfig()), datetime.now(timezone.utc)
     install(es_client, index, layout)
-    es_client.bulk(body=bulk_body(index, layout, docs, seen_at), refresh=True)  # type: ignore[arg-type]
+    es_client.bulk(operations=bulk_body(index, layout, docs, seen_at), refresh=True)  # type: ignore[arg-type]
     drive(es_client, fill(index, CandidateKeys(layout)))
     es_client.indices.refresh(index=registry_name(index))
     filled = {hit["_id"]: hit["_source"] for hit in helpers.scan(es_client, index=registry_name(index), size=2000)}

@@ -279,7 +279,13 @@ def test_ctrl_c_says_how_far_it_got_and_the_rerun_resumes(es_url: str, index: st
     source = write_jsonl(tmp_path / "in.jsonl", lines)
     command = [str(Path(sys.executable).with_name("zhdedup")), "es", "ingest", str(source), "--url", es_url,
                "--index", index, "--workers", "2", "--bulk-size", "200", "--checkpoint-dir", str(tmp_path / "ck")]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A test run started in the background (nohup, `&` without job control) ignores SIGINT, and so would the
+    # command it starts (an ignored signal stays ignored across exec): give the command Ctrl-C as a terminal does.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     wait_until(lambda: any((tmp_path / "ck").glob("*.json")), "a checkpoint", timeout=300, proc=proc)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=300)
