@@ -15,10 +15,10 @@ extra clusters per group; ``false merges`` = clusters that mix groups.  One writ
 what the engine itself misses.
 
 And against one writer judging in the order the writers' claims define (issue 38: several writers judge
-as one writer would): each stored document's place is read before reconcile, an original's from the
-registry (the smallest stamp its content hash holds in any key's owners), a repeat's, whose claim is
-never made or was withdrawn, just after both its ``seen_at`` and the place of the document it names;
-the embedded engine (same ``DedupConfig``: its verdicts equal Elasticsearch's on one writer) then judges
+as one writer would): each stored document's place is read before reconcile
+(es_plugin/commands/order.py, the order ``es reconcile`` judges in: an original's the smallest stamp its
+content hash holds in the registry, a repeat's just after both its ``seen_at`` and the place of the
+document it names); the embedded engine (same ``DedupConfig``: its verdicts equal Elasticsearch's on one writer) then judges
 every text in that order.  ``missed vs one`` = documents it finds repeats that the writers stored as
 unique; ``extra vs one`` = documents the writers marked repeats that it keeps.  Each such document is
 listed in the results (``vs_one``, and ``vs_one_after`` reconcile) with its place, writer and what it was judged against, to read.
@@ -36,18 +36,16 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from elasticsearch import Elasticsearch
-from elasticsearch.helpers import scan as scroll
 
 from benchmarks import common
 from benchmarks.runner import Benchmark, Result, positive
 from corpora.corpus import Record, build_accuracy_set
-from es_plugin.backend.registry import OWNERS
 from es_plugin.commands.ingest import ingest
+from es_plugin.commands.order import Placed, claim_stamps, places
 from es_plugin.commands.reconcile import reconcile
 from es_plugin.index.template import install, registry_name, template_name
 from scrapy_zhdedup.config import DedupConfig, EsConfig
@@ -145,36 +143,13 @@ def scan(client: Elasticsearch, index: str) -> list[dict[str, Any]]:
         after = hits[-1]["sort"]
 
 
-def claim_stamps(client: Elasticsearch, index: str) -> dict[str, str]:
-    """The smallest stamp each content hash claimed with, over every key of the registry."""
-    client.indices.refresh(index=registry_name(index))
-    stamps: dict[str, str] = {}
-    for hit in scroll(client, index=registry_name(index), size=5000):
-        for digest, stamp in hit["_source"].get(OWNERS, ()):
-            stamps[digest] = min(stamp, stamps.get(digest, stamp))
-    return stamps
-
-
 def claim_order(stored: dict[str, dict[str, Any]], stamps: dict[str, str]) -> dict[str, str]:
-    """Each document's place in the order the claims define (a string; smaller is earlier).  A first copy
-    whose hash holds claims takes its smallest stamp.  Any other (a repeat: its claim never made, or
-    withdrawn when it found an earlier original; or a text whose keys were all boilerplate) comes just
-    after its ``seen_at`` (a stamp's leading milliseconds) and just after the document it names."""
-    place: dict[str, str] = {}
-    for doc_id, z in stored.items():
-        if z["_id"] == z["hash"] and z["hash"] in stamps:
-            place[doc_id] = stamps[z["hash"]]
-
-    def of(doc_id: str) -> str:
-        if doc_id not in place:
-            z = stored[doc_id]
-            seen = datetime.fromisoformat(z["seen_at"]).timestamp()
-            after = f"{round(seen * 1000):013d}.~"
-            named = z.get("dup_of")
-            place[doc_id] = max(after, of(named) + "~") if named in stored and named != doc_id else after
-        return place[doc_id]
-
-    return {doc_id: of(doc_id) for doc_id in stored}
+    """Each document's place in the order the claims define (es_plugin/commands/order.py, the order
+    ``es reconcile`` judges in)."""
+    ids = list(stored)
+    docs = [Placed(stored[d]["_id"], d, stored[d]["status"], stored[d].get("seen_at"), stored[d].get("dup_of"))
+            for d in ids]
+    return dict(zip(ids, places(docs, stamps)))
 
 
 def one_writer(records: list[Record], place: dict[str, str]) -> dict[str, str]:

@@ -2,8 +2,10 @@
 
 Each writer checks Elasticsearch and its own unwritten buffer, but not another writer's buffer, so two
 near-duplicates written by two processes within a refresh interval are both stored as unique.
-``reconcile`` reads the whole index once in judgement order (``seen_at``, then ``doc_id``) from a
-point in time, feeds every document's stored features into one in-memory near index — a self-join
+``reconcile`` reads the whole index in the order the writers judged in, the order of their claims in
+the key registry (order.py; one writer judging in it is what several should equal): who each document
+is and what its place depends on from one point in time, then the features by ``_id``, a page at a time
+in that order.  It feeds every document's stored features into one in-memory near index — a self-join
 on the SimHash band, sketch and passage keys, verified on the sketches, never pairwise, by the same
 rule as the embedded store (nearindex.py: a document is compared with cluster originals only) —
 and marks each still-unique document that has an earlier near or exact neighbour in another cluster,
@@ -15,15 +17,18 @@ whose keys are not claimed (claims that failed past their retries, a killed writ
 claim them.
 
 A reconcile stopped anywhere (killed, the node gone) leaves some changes made and some not; run it
-again and the index ends as one uninterrupted run would leave it.  A marked document says where its
+again and the index ends as one uninterrupted run would leave it: the marks change no claim before
+the registry follows them, so the rerun reads in the same order.  A marked document says where its
 cluster went (its own new cluster), so its old members follow it on the rerun; with ``delete`` every
 move is made before the first delete, so no deleted head takes that knowledge with it.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from elasticsearch import Elasticsearch
 
@@ -33,32 +38,72 @@ from scrapy_zhdedup.model import Features, Match, verdict_for
 from scrapy_zhdedup.similarity.rule import NearRule
 
 from ..backend.registry import fill, prune
+from ..backend.retry import RetryPolicy, got_all
+from ..backend.stats import EsStats
 from ..backend.writer import Action, BulkWriter, describe
-from ..errors import WritesRejectedError
-from ..index.document import DOC_ID, FIELD, REJOINED, SEEN_AT, Stored, cluster_update, verdict_update
+from ..errors import LookupItemError, WritesRejectedError
+from ..index.document import FIELD, REJOINED, Stored, cluster_update, includes, verdict_update
 from ..index.template import ensure_layout, registry_name
-from ..operations import drive
+from ..operations import Call, Steps, drive
+from .order import Placed, claim_stamps, order
 from .pointintime import PointInTime
 
 PAGE = 5000
 BULK = 1000
-_ORDER = [{SEEN_AT: {"order": "asc", "missing": "_last"}},
-          {DOC_ID: {"order": "asc", "missing": "_last"}},
-          {"_shard_doc": "asc"}]
+PLACED = includes("status", "seen_at", "dup_of")  # what a document's place depends on (order.py)
 
 
 def _scan(client: Elasticsearch, index: str,
           progress: Callable[[int], None] | None) -> Iterator[tuple[str, str, Stored | None]]:
-    """Every document's ``_id``, index and ``zhdedup`` object (None if it has none) in judgement order,
-    from one point in time."""
-    body = {"size": PAGE, "_source": REJOINED, "sort": _ORDER, "track_total_hits": False}
+    """Every document's ``_id``, index and ``zhdedup`` object (None if it has none) in the writers' order
+    (order.py): who each is, from one point in time, then the features of a page at a time, by ``_id``."""
+    stamps = claim_stamps(client, index)
+    docs: list[Placed] = []
+    where: list[str] = []  # each document's index (``index`` may be an alias or a pattern)
+    body = {"size": PAGE, "_source": PLACED, "sort": [{"_shard_doc": "asc"}], "track_total_hits": False}
     with PointInTime(client, index, refresh=True) as reader:  # every acknowledged write, ours of a stopped run too
         for hits in reader.pages(body):
-            for hit in hits:
-                source = hit["_source"]
-                yield hit["_id"], hit["_index"], Stored.from_source(source) if FIELD in source else None
-            if progress is not None:
-                progress(len(hits))
+            docs += (_placed(hit["_id"], hit["_source"]) for hit in hits)
+            where += (hit["_index"] for hit in hits)
+    rows = order(docs, stamps)
+    for start in range(0, len(rows), PAGE):
+        page = rows[start:start + PAGE]
+        sources = drive(client, _sources([(where[row], docs[row].id) for row in page]))
+        for row in page:
+            source = sources.get((where[row], docs[row].id))
+            if source is not None:  # else deleted since (another reconcile's --delete)
+                yield docs[row].id, where[row], Stored.from_source(source) if FIELD in source else None
+        if progress is not None:
+            progress(len(page))
+
+
+def _placed(_id: str, source: dict[str, Any]) -> Placed:
+    stored = Stored.from_source(source) if FIELD in source else None
+    if stored is None:
+        return Placed(_id, _id, None, None, None)
+    return Placed(_id, stored.doc_id or _id, stored.status, stored.seen_at, stored.dup_of)
+
+
+def _sources(ids: list[tuple[str, str]]) -> Steps:
+    """Steps: the ``_source`` (what the self-join reads) of each (index, ``_id``) found, by one realtime
+    ``mget`` per index."""
+    by_index: dict[str, list[str]] = defaultdict(list)
+    for in_index, _id in ids:
+        by_index[in_index].append(_id)
+    policy, stats = RetryPolicy(), EsStats()
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for in_index, names in by_index.items():
+        response = yield from policy.call(_mget(in_index, names), stats, got_all)
+        for doc in response["docs"]:
+            if "error" in doc:
+                raise LookupItemError(doc["error"])
+            if doc.get("found"):
+                found[(in_index, doc["_id"])] = doc["_source"]
+    return found
+
+
+def _mget(index: str, ids: list[str]) -> Call:
+    return lambda client: client.mget(index=index, ids=ids, source_includes=REJOINED, realtime=True)
 
 
 def reconcile(client: Elasticsearch, index: str, config: DedupConfig, *, apply: bool = True, delete: bool = False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -11,15 +12,23 @@ import pytest
 from elasticsearch import Elasticsearch
 
 import es_plugin.commands.reconcile as reconcile_module
-from corpora.corpus import normalize
+from corpora.corpus import build_accuracy_set, normalize
 from corpora.reposts import edit_chars
 from es_plugin.backend.elasticsearch_backend import ElasticsearchBackend
-from es_plugin.backend.registry import Registry
+from es_plugin.backend.registry import Claimant, Registry
+from es_plugin.backend.retry import RetryPolicy
+from es_plugin.backend.stats import EsStats
 from es_plugin.backend.writer import Action, BulkWriter
 from es_plugin.commands.reconcile import reconcile
+from es_plugin.index.document import Stored
+from es_plugin.index.template import install
 from es_plugin.operations import Steps, drive
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.deduper import Deduper
+from scrapy_zhdedup.index.nearindex import CandidateKeys
+from scrapy_zhdedup.model import Verdict
+from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
+from scrapy_zhdedup.similarity.rule import NearRule
 
 pytestmark = pytest.mark.es
 
@@ -119,6 +128,39 @@ async def test_reconcile_delete(es_url: str, index: str, tmp_path: Path, es_clie
     after = zfields(es_client, index)
     assert sorted(after) == ["w1-0", "w1-1", "w1-2", "w1-late"]
     assert after["w1-late"]["cluster"] == "w1-0"
+
+
+@pytest.mark.parametrize("claimed", ["as judged", "crossed"])
+def test_reconcile_judges_in_the_order_of_the_claims_not_of_seen_at(es_client: Elasticsearch, index: str,
+                                                                    claimed: str) -> None:
+    """An article W and a cut copy C of it (acc-000051 and -058: C repeats W, W does not repeat C, the rule
+    is directed), both stored as originals, W judged first (``seen_at``).  Claimed in that order, reconcile
+    marks C a repeat of W; claimed the other way round (C's stamp first, as 4 writers left them in
+    es_writers), one writer judging in the claims' order keeps both, and so does reconcile: in ``seen_at``
+    order it marked C, stamped first, a repeat of W, judged after it."""
+    records = {r.id: r.text for r in build_accuracy_set(n_base=300)}
+    texts = {"w": records["acc-000051"], "c": records["acc-000058"]}
+    keys = CandidateKeys.from_config(DEDUP)
+    install(es_client, index, keys.layout)
+    registry = Registry(index, keys, NearRule.from_config(DEDUP), RetryPolicy(0), EsStats())
+    fingerprinter, seen = Fingerprinter(DEDUP), datetime(2026, 11, 28, tzinfo=timezone.utc)
+    stamped = {"w": 500, "c": 1500} if claimed == "as judged" else {"w": 2000, "c": 1500}  # ms after W's seen_at
+    for n, doc_id in enumerate(("w", "c")):
+        prepared = fingerprinter.prepare(doc_id, text=texts[doc_id])
+        features = fingerprinter.features(prepared.clean)
+        unique = Verdict(doc_id, "unique", None, None, doc_id, prepared.digest, features.fingerprint)
+        source = Stored.of(unique, seen + timedelta(seconds=n), features=features).to_source(keys.layout)
+        es_client.index(index=index, id=prepared.digest, document={"url": doc_id, **source})
+        stamp = f"{int(seen.timestamp() * 1000) + stamped[doc_id]:013d}.0000000a.0000001.0000000001"
+        drive(es_client, registry.claim([Claimant(prepared.digest, doc_id, features, stamp)], judge=False))
+    one = Deduper(DEDUP)
+    expected = {doc_id: one.judge(doc_id, text=texts[doc_id]).status
+                for doc_id in sorted(stamped, key=stamped.__getitem__)}
+    assert expected == ({"w": "unique", "c": "near"} if claimed == "as judged" else {"c": "unique", "w": "unique"})
+
+    done = reconcile(es_client, index, DEDUP)
+    assert done["marked"] == (claimed == "as judged")
+    assert {doc_id: z["status"] for doc_id, z in zfields(es_client, index).items()} == expected
 
 
 class Crashed(Exception):
