@@ -12,7 +12,12 @@ as it would on one writer fed them in that order), and ``es_plugin.commands.reco
 Counted against the ground truth groups (a group of n documents holds n - 1 repeats, whichever came
 first): ``missed`` = repeats stored as unique (unique documents per group beyond the first); ``split`` =
 extra clusters per group; ``false merges`` = clusters that mix groups.  One writer is the baseline:
-what the engine itself misses.
+what the engine itself misses.  ``copies delivered beyond one writer`` = per ground truth group, the
+originals the writers keep beyond those one writer judging the input in its order keeps (0 where
+fewer), summed: what ``drop`` mode delivers of a story beyond one writer.  It does not say which
+document was kept (a group whose writers keep as many as one writer counts 0 whichever they kept, and
+the engine's own misses count 0 here where ``missed`` counts them): it sits beside the per-document
+counts, not in their place.
 
 And against one writer judging in the order the writers' claims define (issue 38: several writers judge
 as one writer would): each stored document's place is read before reconcile
@@ -90,15 +95,18 @@ def collect(out: Any, procs: list[Any]) -> list[float]:
     return results
 
 
-def scores(stored: dict[str, dict[str, Any]], records: list[Record], one: dict[str, str]) -> dict[str, int]:
-    """The counts against the ground truth groups, and against ``one`` (each document's status judged by
-    one writer in the claims' order)."""
+def scores(stored: dict[str, dict[str, Any]], records: list[Record], one: dict[str, str],
+           in_input: dict[str, str]) -> dict[str, int]:
+    """The counts against the ground truth groups, against ``one`` (each document's status judged by one
+    writer in the claims' order), and the copies kept beyond ``in_input`` (one writer in input order)."""
     group = {r.id: r.group for r in records}
     members: dict[str, int] = defaultdict(int)
     uniques: dict[str, int] = defaultdict(int)
+    kept_alone: dict[str, int] = defaultdict(int)
     for doc_id, z in stored.items():
         members[group[doc_id]] += 1
         uniques[group[doc_id]] += z["status"] == "unique"
+        kept_alone[group[doc_id]] += in_input[doc_id] == "unique"
     clusters_of: dict[str, set[str]] = defaultdict(set)
     groups_of: dict[str, set[str]] = defaultdict(set)
     for doc_id, z in stored.items():
@@ -106,6 +114,7 @@ def scores(stored: dict[str, dict[str, Any]], records: list[Record], one: dict[s
         groups_of[z["cluster"]].add(group[doc_id])
     return {"docs": len(stored), "repeats": sum(members.values()) - len(members),
             "missed": sum(n - 1 for n in uniques.values() if n),
+            "copies_beyond_one": sum(max(0, n - kept_alone[g]) for g, n in uniques.items()),
             "split": sum(len(c) - 1 for c in clusters_of.values()),
             "false_merges": sum(1 for g in groups_of.values() if len(g) > 1),
             "missed_vs_one": len(missed_vs_one(stored, one)), "extra_vs_one": len(extra_vs_one(stored, one))}
@@ -152,11 +161,10 @@ def claim_order(stored: dict[str, dict[str, Any]], stamps: dict[str, str]) -> di
     return dict(zip(ids, places(docs, stamps)))
 
 
-def one_writer(records: list[Record], place: dict[str, str]) -> dict[str, str]:
-    """Each document's status when one writer (the embedded engine) judges them all in ``place``'s order."""
+def one_writer(records: list[Record]) -> dict[str, str]:
+    """Each document's status when one writer (the embedded engine) judges them all in this order."""
     deduper = Deduper(DEDUP)
-    order = sorted((r for r in records if r.id in place), key=lambda r: (place[r.id], r.id))
-    return {r.id: deduper.judge(r.id, text=r.text).status for r in order}
+    return {r.id: deduper.judge(r.id, text=r.text).status for r in records}
 
 
 def differences(stored: dict[str, dict[str, Any]], records: list[Record], place: dict[str, str],
@@ -173,11 +181,32 @@ def differences(stored: dict[str, dict[str, Any]], records: list[Record], place:
             for d in found]
 
 
+def kept_groups(stored: dict[str, dict[str, Any]], records: list[Record], place: dict[str, str],
+                in_input: dict[str, str], writers: int) -> list[dict[str, Any]]:
+    """Every ground truth group whose repeats count as missed (it keeps more than one original), to read:
+    how many the writers keep and one writer in input order keeps, and each member's input position,
+    writer, place, stored status and what it names, and its status in input order."""
+    position = {r.id: i for i, r in enumerate(records)}
+    members: dict[str, list[str]] = defaultdict(list)
+    for r in records:
+        if r.id in stored:
+            members[r.group].append(r.id)
+    out = []
+    for group, ids in members.items():
+        kept = sum(stored[d]["status"] == "unique" for d in ids)
+        if kept > 1:
+            out.append({"group": group, "kept": kept, "kept_in_input_order": sum(in_input[d] == "unique" for d in ids),
+                        "members": [(d, position[d], position[d] % writers, place[d], stored[d]["status"],
+                                     stored[d].get("dup_of"), in_input[d]) for d in ids]})
+    return out
+
+
 def run(args: argparse.Namespace) -> Result:
     records = build_accuracy_set(n_base=args.n_base)
     client = Elasticsearch(args.url, request_timeout=600)
     ctx = mp.get_context("spawn")
     rows: list[dict[str, Any]] = []
+    in_input = one_writer(records)
     for n in (int(w) for w in args.writers.split(",")):
         index = f"bench-writers-{n}"
         client.options(ignore_status=404).indices.delete(index=[index, registry_name(index)], ignore_unavailable=True)
@@ -191,18 +220,19 @@ def run(args: argparse.Namespace) -> Result:
         seconds = max(collect(out, procs))
         stored = stored_objects(client, index)
         place = claim_order(stored, claim_stamps(client, index))
-        one = one_writer(records, place)
-        before = scores(stored, records, one)
+        one = one_writer(sorted((r for r in records if r.id in place), key=lambda r: (place[r.id], r.id)))
+        before = scores(stored, records, one, in_input)
         vs_one = differences(stored, records, place, one, n)
+        missed_groups = kept_groups(stored, records, place, in_input, n)
         started = time.perf_counter()
         result = reconcile(client, index, DEDUP)
         reconcile_s = time.perf_counter() - started
         reconciled = stored_objects(client, index)
-        after = scores(reconciled, records, one)
+        after = scores(reconciled, records, one, in_input)
         vs_one_after = differences(reconciled, records, place, one, n)
         rows.append({"writers": n, "seconds": seconds, "items_s": len(records) / seconds, "before": before,
                      "after": after, "reconcile": result, "reconcile_s": reconcile_s, "vs_one": vs_one,
-                     "vs_one_after": vs_one_after})
+                     "vs_one_after": vs_one_after, "missed_groups": missed_groups})
         print(f"# writers={n}: before {before} after {after} reconcile {result}", file=sys.stderr)
         for diff in vs_one + vs_one_after:
             print(f"#   {diff}", file=sys.stderr)
@@ -210,11 +240,14 @@ def run(args: argparse.Namespace) -> Result:
             client.indices.delete(index=[index, registry_name(index)], ignore_unavailable=True)
             client.options(ignore_status=404).indices.delete_index_template(name=template_name(index))
     table = common.table(
-        ["writers", "items/s (all writers)", "missed before", "missed vs one writer in stamp order", "extra vs one",
+        ["writers", "items/s (all writers)", "missed before", "copies delivered beyond one writer",
+         "missed vs one writer in stamp order", "extra vs one",
          "missed after reconcile", "vs one after", "extra after", "split before", "split after",
          "false merges before", "after", "pairs marked", "reconcile s"],
         [[r["writers"], round(r["items_s"]),
           f"{r['before']['missed']} ({r['before']['missed'] / max(1, r['before']['repeats']):.1%})",
+          f"{r['before']['copies_beyond_one']} "
+          f"({r['before']['copies_beyond_one'] / max(1, r['before']['repeats']):.1%})",
           f"{r['before']['missed_vs_one']} ({r['before']['missed_vs_one'] / max(1, r['before']['repeats']):.1%})",
           r["before"]["extra_vs_one"], r["after"]["missed"], r["after"]["missed_vs_one"], r["after"]["extra_vs_one"],
           r["before"]["split"],
