@@ -12,10 +12,13 @@ import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elasticsearch import Elasticsearch, helpers
+
+from es_plugin.commands.order import Placed, claim_stamps, order
 from examples import run_distributed as recipe
 from examples.run_distributed import Tally
 from tests.support import ROOT
@@ -77,14 +80,28 @@ class Run:
     dropped: dict[str, str]
     mode: str
     exit_codes: list[int | None]
+    judged: list[str] = field(default_factory=list)  # after reconcile: the order it judged in, read before it
 
     def tally(self, site: Site, feeds_count: bool = True) -> Tally:
         return recipe.tally(site.manifest, self.stored, self.delivered, self.dropped, self.mode, feeds_count)
 
     def reconciled(self, es_url: str, index: str) -> Run:
-        """This run after ``es reconcile``: the index read again."""
+        """This run after ``es reconcile``: the index read again, and the order reconcile judged in."""
+        judged = writers_order(es_url, index)
         reconcile(es_url, index)
-        return Run(recipe.stored_docs(es_url, index), self.delivered, self.dropped, self.mode, self.exit_codes)
+        return Run(recipe.stored_docs(es_url, index), self.delivered, self.dropped, self.mode, self.exit_codes,
+                   judged)
+
+
+def writers_order(es_url: str, index: str) -> list[str]:
+    """The stored documents' ids in the order of the writers' claims (es_plugin/commands/order.py), the
+    order ``es reconcile`` judges in."""
+    with Elasticsearch(es_url.split(","), request_timeout=60) as client:
+        stamps = claim_stamps(client, index)
+        client.indices.refresh(index=index)
+        docs = [Placed(hit["_id"], z["doc_id"], z.get("status"), z.get("seen_at"), z.get("dup_of"))
+                for hit in helpers.scan(client, index=index, _source=["zhdedup"]) for z in [hit["_source"]["zhdedup"]]]
+    return [docs[row].doc_id for row in order(docs, stamps)]
 
 
 def missed_beyond(tally: Tally, baseline: int) -> int:
@@ -116,13 +133,13 @@ def assert_few_missed(tally: Tally, baseline: int, writers: int, what: str) -> N
 
 def assert_reconciled(site: Site, run: Run, work: Path) -> None:
     """After ``es reconcile`` (run by :meth:`Run.reconciled`), the index misses no repeat that one writer
-    judging its documents in the same order (``seen_at``, then id: reconcile's) finds: ``zhdedup scan``
+    judging its documents in the same order (the writers' claims: reconcile's) finds: ``zhdedup scan``
     of them in that order is that writer.  Not the order of a one-writer run: a cut repost judged before
     its whole original is missed whoever judges it, and which of the two was first differs from run to run."""
-    order = sorted(run.stored, key=lambda doc_id: (run.stored[doc_id].get("seen_at") or 0, doc_id))
+    judged = run.judged
     source, out = work / "same-order.jsonl", work / "same-order-verdicts.jsonl"
     source.write_text("".join(json.dumps({"id": doc_id, "html": page_html(site, recipe.path_of(doc_id))},
-                                         ensure_ascii=False) + "\n" for doc_id in order), encoding="utf-8")
+                                         ensure_ascii=False) + "\n" for doc_id in judged), encoding="utf-8")
     proc = zhdedup("scan", source, "-o", out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     verdicts = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
