@@ -7,7 +7,8 @@ process.  Items travel in chunks (fewer, larger messages) and at most ``window``
 so memory stays bounded however long the input.  An error of one item (an empty text, a bad page)
 comes back as that item's value, never as a dead pool.  With ``workers=1`` the step runs in this
 process, a chunk at a time as it is read: the same results, no processes.  Either way the features of a
-chunk's documents are computed together, in one batch of numpy calls (:func:`_prepared`).
+chunk's documents are computed together, in one batch of numpy calls (:func:`_prepared`), unless they are
+word features in this process (then the judge computes them as before, and never for an exact repeat).
 
 Processes are started with ``spawn`` unless the caller asks for ``fork``: the Scrapy pipeline and
 ``es dedup-index`` run threads, an event loop or connections, which ``fork`` would copy in an
@@ -114,13 +115,15 @@ def _documents(results: Iterable[Any]) -> Iterator[Prepared]:
             yield from _documents(result)
 
 
-def _prepared(step: Step[In, Out], fingerprinter: Fingerprinter, chunk: list[In]) -> list[Out | Exception]:
-    """The step over a chunk of items, then the features of all its documents in one batch
+def _prepared(step: Step[In, Out], fingerprinter: Fingerprinter, chunk: list[In], *,
+              featured: bool = True) -> list[Out | Exception]:
+    """The step over a chunk of items, then (``featured``) the features of all its documents in one batch
     (:meth:`~scrapy_zhdedup.similarity.fingerprinter.Fingerprinter.featured`: about half the CPU of computing
     them one at a time on news articles, a sixth on short texts; benchmarks/README.md, issue 40).  An exact
     repeat's are computed too: a batch is cheaper than finding out which document will need them."""
     results = [_guarded(step, fingerprinter, item) for item in chunk]
-    fingerprinter.featured(_documents(results))
+    if featured:
+        fingerprinter.featured(_documents(results))
     return results
 
 
@@ -230,9 +233,9 @@ class PreparePool(Generic[In, Out]):
     def map(self, items: Iterable[In]) -> Iterator[Out | Exception]:
         """One result per item, in input order; reads ``items`` only as far as the window allows."""
         source = iter(items)
-        if self._local is not None:
+        if self._local is not None:  # features left to the judge when made one text at a time (words)
             while chunk := list(itertools.islice(source, self.chunk)):
-                yield from _prepared(self.step, self._local, chunk)
+                yield from _prepared(self.step, self._local, chunk, featured=self._local.batches)
             return
         if self._executor is None:
             raise RuntimeError("PreparePool.map used outside its with block")

@@ -60,6 +60,14 @@ class Fingerprinter:
         """Whether fingerprints need jieba's words (and so its dictionaries, ~0.3 s to load: workers.py)."""
         return self.featurizer is not None and self.featurizer.mode != "chars"
 
+    @property
+    def batches(self) -> bool:
+        """Whether features are cheaper made for a whole batch of documents, exact repeats included
+        (:meth:`featured`), than one at a time for those that need them: true of the default (the sketch's
+        hashes, ~80 µs a news article in batches of 64 against ~200 alone), not of word features, whose
+        segmentation costs the same per text either way."""
+        return self.featurizer is None
+
     def fingerprint(self, clean_text: str) -> int:
         """SimHash of the first ``max_chars`` characters (the content hash covers the whole text)."""
         text = clean_text[: self.max_chars]
