@@ -6,12 +6,13 @@ The steps of the scan's path, each timed alone over the same documents (process 
 shared machine inflates them less than wall time; best of ``--repeat``), every cache warm as on a long
 run: reading the JSONL line, cleaning (extraction where there is a page, NFKC, OpenCC), the content
 hash, the shingle hashes, the SimHash made from them (the default, ``features = "sketch"``), the sketch's
-bins, its band keys, the whole features step, and judging against the embedded store (lookups and
-remembering, on features computed beforehand).  Then the word SimHash's steps, which run only with
-``--features auto`` or ``words`` (the default before issue 40): rjieba's segmentation, the word weights and
-the SimHash of the weighted words.  Beside them,
-the rensa peer's whole path per document (``rensa_scan.judge``: shingling in Python, ``RMinHash``,
-``RMinHashLSH``) and its shingling alone.
+bins, its band keys, the whole features step, each one document at a time and in batches of the worker
+pool's chunk (``workers.CHUNK``, 64 documents: how ``scan`` computes them since issue 40), and judging
+against the embedded store (lookups and remembering, on features computed beforehand).  Then the word
+SimHash's steps, which run only with ``--features auto`` or ``words`` (the default before issue 40): rjieba's
+segmentation, the word weights and the SimHash of the weighted words.  Beside them, the rensa peer's whole
+path per document (``rensa_scan.judge``: shingling in Python, ``RMinHash``, ``RMinHashLSH``) and its
+shingling alone.
 """
 
 from __future__ import annotations
@@ -31,11 +32,19 @@ from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.errors import EmptyTextError
 from scrapy_zhdedup.model import Prepared
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
-from scrapy_zhdedup.similarity.simhash import of_shingle_hashes
-from scrapy_zhdedup.similarity.sketch import band_keys, shingle_hashes, sketch_of_hashes
+from scrapy_zhdedup.similarity.simhash import of_shingle_hashes, of_shingle_hashes_many
+from scrapy_zhdedup.similarity.sketch import (
+    band_keys,
+    band_keys_many,
+    shingle_hashes,
+    shingle_hashes_many,
+    sketch_of_hashes,
+    sketches_of_hashes,
+)
 from scrapy_zhdedup.similarity.words import cut
 from scrapy_zhdedup.text.clean import content_hash
 from scrapy_zhdedup.text.furniture import without_furniture
+from scrapy_zhdedup.workers import CHUNK
 
 
 def _cpu_us(fn: Callable[[], Any], n: int, repeat: int) -> float:
@@ -71,6 +80,10 @@ def run(args: argparse.Namespace) -> Result:
     assert featurizer is not None
     words = [featurizer.words(t) for t in texts]
     n, repeat = len(prepared), args.repeat
+    chunks = [texts[i : i + CHUNK] for i in range(0, n, CHUNK)]
+    cleans = [[p.clean for p in prepared[i : i + CHUNK]] for i in range(0, n, CHUNK)]
+    batches = [shingle_hashes_many(chunk) for chunk in chunks]
+    batch_values = [sketches_of_hashes(h, bounds)[0] for h, bounds in batches]
 
     def judged() -> None:
         deduper = Deduper(config)  # a fresh store in memory; the documents carry their features
@@ -87,6 +100,16 @@ def run(args: argparse.Namespace) -> Result:
         "sketch bins (of the shingle hashes)": _cpu_us(lambda: [sketch_of_hashes(h) for h in hashes], n, repeat),
         "band keys": _cpu_us(lambda: [band_keys(s) for s in sketches], n, repeat),
         "features, whole step (default)": _cpu_us(lambda: [fp.features(p.clean) for p in prepared], n, repeat),
+        f"{CHUNK} at a time: shingle hashes": _cpu_us(lambda: [shingle_hashes_many(chunk) for chunk in chunks], n,
+                                                      repeat),
+        f"{CHUNK} at a time: SimHash of the shingle hashes": _cpu_us(
+            lambda: [of_shingle_hashes_many(h, bounds) for h, bounds in batches], n, repeat),
+        f"{CHUNK} at a time: sketch bins": _cpu_us(lambda: [sketches_of_hashes(h, bounds) for h, bounds in batches],
+                                                   n, repeat),
+        f"{CHUNK} at a time: band keys": _cpu_us(lambda: [band_keys_many(v).tolist() for v in batch_values], n,
+                                                 repeat),
+        f"{CHUNK} at a time: features, whole step": _cpu_us(lambda: [fp.features_many(c) for c in cleans], n,
+                                                            repeat),
         "judge on the embedded store": _cpu_us(judged, n, repeat),
         "--features auto: segmentation (rjieba)": _cpu_us(lambda: [cut.__wrapped__(t) for t in texts], n, repeat),
         "--features auto: word weights (incl. segmentation)": _cpu_us(lambda: [featurizer.words(t) for t in texts],

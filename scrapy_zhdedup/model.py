@@ -115,9 +115,10 @@ Featurize = Callable[[str], Features]  # clean text → its features (similarity
 class Prepared:
     """One document ready to judge: cleaned and hashed, touching no store (similarity/fingerprinter.py).
 
-    Its features are computed when first needed, by whoever judges it (:meth:`featured`), so an
-    exact repeat is never segmented; a worker process computes them before sending the document
-    back, and they travel with it (it pickles with whatever was computed).
+    Its features are computed when first needed, by whoever judges it (:meth:`featured`), or for a
+    batch of documents together (``Fingerprinter.featured``: what workers.py's pool does for every chunk,
+    in this process or in a worker process, before the documents are judged or sent back); they travel
+    with it (it pickles with whatever was computed).
     """
 
     doc_id: str

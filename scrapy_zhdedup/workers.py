@@ -6,7 +6,9 @@ and caches, and yields the results **in input order**, so the caller judges exac
 process.  Items travel in chunks (fewer, larger messages) and at most ``window`` chunks are in flight,
 so memory stays bounded however long the input.  An error of one item (an empty text, a bad page)
 comes back as that item's value, never as a dead pool.  With ``workers=1`` the step runs in this
-process, lazily: the same results, no processes.
+process, a chunk at a time as it is read: the same results, no processes.  Either way the features of a
+chunk's documents are computed together, in one batch of numpy calls (:func:`_prepared`), unless they are
+word features in this process (then the judge computes them as before, and never for an exact repeat).
 
 Processes are started with ``spawn`` unless the caller asks for ``fork``: the Scrapy pipeline and
 ``es dedup-index`` run threads, an event loop or connections, which ``fork`` would copy in an
@@ -56,7 +58,8 @@ Texts = bool | Literal["written"]  # the texts of a Prepared a worker sends back
 
 # Items per message to a worker: 64, not 16, made `zhdedup scan --workers 2` of 3,000 news documents 5 %
 # faster in 5 of 5 interleaved pairs (fewer messages for the parent's threads to pickle and wake for);
-# `es ingest` was unchanged.
+# `es ingest` was unchanged.  Also the batch whose features are computed together: per news article, 64 cost
+# ~80 µs where 16 cost ~95 and one at a time ~200 (benchmarks/README.md, issue 40).
 CHUNK = 64
 WINDOW_PER_WORKER = 4  # chunks in flight per worker
 
@@ -93,17 +96,35 @@ def prepare_job(fingerprinter: Fingerprinter, job: Job) -> Prepared:
 
 
 def _travelling(result: Any, text: Texts, featurize: Featurize) -> Any:
-    """Features of the documents in a worker's result computed now, so they travel back with them
-    (in this process they are computed lazily: exact repeats never need them); their texts stay
-    behind unless the caller uses them (most of the bytes sent back)."""
+    """A worker's result as it is sent back, its documents' features computed (:func:`_prepared`): their texts
+    stay behind unless the caller uses them (most of the bytes sent back)."""
     if isinstance(result, tuple):  # a record of results: a NamedTuple stays one
         values = [_travelling(value, text, featurize) for value in result]
         return result._make(values) if hasattr(result, "_make") else tuple(values)
-    if isinstance(result, Prepared):
-        if text is not True:
-            return result.without_text(featurize, written=text == "written")
-        result.featured(featurize)
+    if isinstance(result, Prepared) and text is not True:
+        return result.without_text(featurize, written=text == "written")
     return result
+
+
+def _documents(results: Iterable[Any]) -> Iterator[Prepared]:
+    """The prepared documents in a chunk's results (a step may return them inside a record)."""
+    for result in results:
+        if isinstance(result, Prepared):
+            yield result
+        elif isinstance(result, tuple):
+            yield from _documents(result)
+
+
+def _prepared(step: Step[In, Out], fingerprinter: Fingerprinter, chunk: list[In], *,
+              featured: bool = True) -> list[Out | Exception]:
+    """The step over a chunk of items, then (``featured``) the features of all its documents in one batch
+    (:meth:`~scrapy_zhdedup.similarity.fingerprinter.Fingerprinter.featured`: about half the CPU of computing
+    them one at a time on news articles, a sixth on short texts; benchmarks/README.md, issue 40).  An exact
+    repeat's are computed too: a batch is cheaper than finding out which document will need them."""
+    results = [_guarded(step, fingerprinter, item) for item in chunk]
+    if featured:
+        fingerprinter.featured(_documents(results))
+    return results
 
 
 def _init(config: DedupConfig) -> None:
@@ -130,12 +151,8 @@ def _exit_with(parent_sentinel: int) -> None:
 
 
 def _run_chunk(step: Step[In, Out], chunk: list[In], text: Texts) -> list[Out | Exception]:
-    return [_run_one(step, item, text) for item in chunk]
-
-
-def _run_one(step: Step[In, Out], item: In, text: Texts) -> Out | Exception:
     assert _fingerprinter is not None
-    return _travelling(_guarded(step, _fingerprinter, item), text, _fingerprinter.features)
+    return [_travelling(result, text, _fingerprinter.features) for result in _prepared(step, _fingerprinter, chunk)]
 
 
 def _guarded(step: Step[In, Out], fingerprinter: Fingerprinter, item: In) -> Out | Exception:
@@ -215,13 +232,13 @@ class PreparePool(Generic[In, Out]):
 
     def map(self, items: Iterable[In]) -> Iterator[Out | Exception]:
         """One result per item, in input order; reads ``items`` only as far as the window allows."""
-        if self._local is not None:
-            fingerprinter = self._local
-            yield from (_guarded(self.step, fingerprinter, item) for item in items)
+        source = iter(items)
+        if self._local is not None:  # features left to the judge when made one text at a time (words)
+            while chunk := list(itertools.islice(source, self.chunk)):
+                yield from _prepared(self.step, self._local, chunk, featured=self._local.batches)
             return
         if self._executor is None:
             raise RuntimeError("PreparePool.map used outside its with block")
-        source = iter(items)
         in_flight: deque[Future[list[Out | Exception]]] = deque()
         while chunk := list(itertools.islice(source, self.chunk)):
             in_flight.append(self._executor.submit(_run_chunk, self.step, chunk, self.text))

@@ -97,31 +97,68 @@ def of_shingle_hashes(hashes: np.ndarray) -> int:
     padded = np.zeros(-(-n // _LANE_ROWS) * _LANE_ROWS, dtype=np.uint64)
     z = padded[:n]
     np.add(hashes, _SM1_U, out=z, casting="unsafe")  # mod 2**64, on purpose (arrays wrap without a warning)
+    _splitmixed(z)
+    counts = _bit_counts(padded)  # [j, b]: how many have bit 8 b + j set
+    return int.from_bytes(np.packbits(counts * 2 > n, axis=0, bitorder="little").tobytes(), "little")
+
+
+def of_shingle_hashes_many(hashes: np.ndarray, bounds: np.ndarray) -> list[int]:
+    """:func:`of_shingle_hashes` of many texts from their ``sketch.shingle_hashes_many`` (text i's hashes in
+    ``hashes[bounds[i]:bounds[i + 1]]``, at least one, the text's number above bit 32: the low 32 bits are the
+    hash), in one pass of numpy calls over all of them.  One text alone costs twice as much this way, so
+    that stays a function of its own."""
+    z = hashes & _LOW32
+    z += _SM1_U
+    counts = np.diff(bounds)
+    bits = _bit_counts_many(_splitmixed(z), bounds[:-1], counts) * 2 > counts[None, :, None]  # [j, text, b]
+    packed = np.packbits(bits.transpose(1, 2, 0), axis=2, bitorder="little")  # [text, b, 1]: byte b of the value
+    return packed.reshape(-1, 8).view("<u8").ravel().tolist()
+
+
+def _splitmixed(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser of ``z`` (already plus its first constant), in place."""
     z ^= z >> _S30
     z *= _SM2_U
     z ^= z >> _S27
     z *= _SM3_U
     z ^= z >> _S31
-    counts = _bit_counts(padded)  # [j, b]: how many have bit 8 b + j set
-    return int.from_bytes(np.packbits(counts * 2 > n, axis=0, bitorder="little").tobytes(), "little")
+    return z
 
 
+_LOW32 = np.uint64(0xFFFF_FFFF)
 _LANE_ROWS = 255  # rows summed at once in byte lanes: 255 ones still fit a byte
 _BYTE_SHIFTS = np.arange(8, dtype=np.uint64)[:, None]
 _LOW_BITS = np.uint64(0x0101010101010101)  # bit 0 of each byte
 
 
-def _bit_counts(z: np.ndarray) -> np.ndarray:
-    """How many of the 64-bit values ``z`` (a whole number of blocks of ``_LANE_ROWS``) have each bit set, as
-    an 8 x 8 array: [j, b] counts bit 8 b + j.  Bit j of every byte is shifted down to the byte's lowest bit
-    (one broadcast shift and one mask for the eight j), so each word holds eight byte lanes of 0 or 1, summed
-    down the rows, 255 at a time (no lane can carry) in contiguous words.  Fewer numpy calls and bytes than
-    unpacking every bit into a byte, and no BLAS product: OpenBLAS's threads cost more CPU than they save on a
-    busy machine."""
+def _lanes(z: np.ndarray) -> np.ndarray:
+    """[j, i]: bit j of every byte of ``z[i]`` shifted down to the byte's lowest bit (one broadcast shift and one
+    mask for the eight j), so each word holds eight byte lanes of 0 or 1: 255 of them summed cannot carry.
+    Fewer numpy calls and bytes than unpacking every bit into a byte, and no BLAS product: OpenBLAS's threads
+    cost more CPU than they save on a busy machine."""
     lanes = z >> _BYTE_SHIFTS
     lanes &= _LOW_BITS
-    sums = lanes.reshape(8, -1, _LANE_ROWS).sum(axis=2, dtype=np.uint64)
+    return lanes
+
+
+def _bit_counts(z: np.ndarray) -> np.ndarray:
+    """How many of the 64-bit values ``z`` (a whole number of blocks of ``_LANE_ROWS``) have each bit set, as
+    an 8 x 8 array: [j, b] counts bit 8 b + j.  The lanes (:func:`_lanes`) summed down the rows, 255 at a time,
+    in contiguous words, then the blocks' bytes."""
+    sums = _lanes(z).reshape(8, -1, _LANE_ROWS).sum(axis=2, dtype=np.uint64)
     return sums.astype("<u8", copy=False).view(np.uint8).reshape(8, -1, 8).sum(axis=1, dtype=np.int64)
+
+
+def _bit_counts_many(z: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """:func:`_bit_counts` of each text's values (``z[starts[i]:starts[i] + counts[i]]``, ``counts`` > 0), as an
+    8 x texts x 8 array: the lanes summed in blocks of at most 255 rows of one text (one ``reduceat`` for all
+    the blocks of all the texts), then the blocks' bytes per text (one more)."""
+    blocks = -(-counts // _LANE_ROWS)  # per text
+    first = np.cumsum(blocks) - blocks  # each text's first block
+    block_starts = np.repeat(starts - first * _LANE_ROWS, blocks) + np.arange(blocks.sum()) * _LANE_ROWS
+    sums = np.add.reduceat(_lanes(z), block_starts, axis=1)  # [j, block]
+    return np.add.reduceat(sums.astype("<u8", copy=False).view(np.uint8).reshape(8, -1, 8), first, axis=1,
+                           dtype=np.int64)
 
 
 def _digest(feature: str) -> bytes:

@@ -24,6 +24,7 @@ Short texts work too: a 60-character clause has ~56 shingles; one edited charact
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import NamedTuple
 
@@ -73,15 +74,50 @@ class Overlap(NamedTuple):
 
 
 def shingle_hashes(text: str, n: int = SHINGLE) -> np.ndarray:
-    """Sorted distinct 32-bit hashes of the character n-grams of ``text``'s word characters."""
+    """Sorted distinct 32-bit hashes (uint64) of the character n-grams of ``text``'s word characters."""
     codes = np.frombuffer(text.lower().encode("utf-32-le"), dtype=np.uint32)
     # mode="clip" reads every code point above the BMP at _WORD[0xFFFF] (a word) in the same call
     codes = codes.compress(_WORD.take(codes, mode="clip")).astype(np.uint64)
     if len(codes) < n:  # a text shorter than one shingle is one shingle
         codes = np.concatenate([codes, np.zeros(n - len(codes), dtype=np.uint64)])
-    # Polynomial hash mod 2**64 (wrapping on purpose) of every window, c0 P^(n-1) + ... + c(n-1), built by
-    # doubling the window (h[i] P^m + h[i + m]) and adding one code point where n's binary digits say: two
-    # products and two sums for n = 4, on whole arrays.
+    h = _mixed(_windows(codes, n))
+    h.sort()
+    return h[_starts_run(h)]
+
+
+def shingle_hashes_many(texts: Sequence[str], n: int = SHINGLE) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`shingle_hashes` of many texts in one pass of numpy calls: the sorted distinct ``i << 32 | hash``
+    (uint64) of each text ``i``'s shingles, so text i's hashes are one run, and the ``len(texts) + 1`` bounds
+    of the runs (each holds at least one hash).  The texts' code points are concatenated, the windows that
+    cross from one text into the next dropped, and all the hashes sorted at once.  On 64 news articles this
+    costs about half of 64 calls of :func:`shingle_hashes`, a sixth on short texts; one text alone costs
+    twice as much this way, so that stays a function of its own (benchmarks/README.md, issue 40)."""
+    lowered = [text.lower() for text in texts]  # each alone: lower() reads a letter's neighbours (final sigma)
+    codes = np.frombuffer("".join(lowered).encode("utf-32-le"), dtype=np.uint32)
+    word = _WORD.take(codes, mode="clip")
+    words_before = np.concatenate(([0], np.cumsum(word)))[np.cumsum([0, *map(len, lowered)])]
+    lengths = np.diff(words_before)  # word characters per text
+    codes = codes.compress(word).astype(np.uint64)
+    short = lengths < n
+    if short.any():  # zeros after each text shorter than one shingle, up to one shingle
+        codes = np.insert(codes, np.repeat(words_before[1:][short], n - lengths[short]), np.uint64(0))
+        lengths = np.maximum(lengths, n)
+    h = _windows(codes, n)
+    if n > 1:  # the windows that start in one text and end in the next
+        within = np.ones(len(h), dtype=bool)
+        within[(np.cumsum(lengths[:-1])[:, None] - np.arange(1, n)).ravel()] = False
+        h = h.compress(within)
+    h = _mixed(h)
+    h |= np.repeat(np.arange(len(texts), dtype=np.uint64) << _TAG_SHIFT, lengths - (n - 1))
+    h.sort()
+    h = h[_starts_run(h)]
+    return h, np.searchsorted(h, np.arange(len(texts) + 1, dtype=np.uint64) << _TAG_SHIFT)
+
+
+def _windows(codes: np.ndarray, n: int) -> np.ndarray:
+    """Polynomial hash mod 2**64 (wrapping on purpose) of every window of ``n`` code points (uint64),
+    c0 P^(n-1) + ... + c(n-1), built by doubling the window (h[i] P^m + h[i + m]) and adding one code point
+    where n's binary digits say: two products and two sums for n = 4, on whole arrays."""
     h, m = codes, 1
     for digit in bin(n)[3:]:
         h = h[:-m] * _power(m) + h[m:]
@@ -89,12 +125,19 @@ def shingle_hashes(text: str, n: int = SHINGLE) -> np.ndarray:
         if digit == "1":
             h = h[:-1] * _PRIME + codes[m:]
             m += 1
+    return h
+
+
+def _mixed(h: np.ndarray) -> np.ndarray:
+    """The windows' hashes mixed down to 32 bits, in place."""
     h ^= h >> np.uint64(31)
     h *= _MIX
     h ^= h >> np.uint64(29)
-    h >>= np.uint64(32)
-    h.sort()
-    return h[_starts_run(h)]
+    h >>= _TAG_SHIFT
+    return h
+
+
+_TAG_SHIFT = np.uint64(32)  # a text's number is above its 32-bit hashes (shingle_hashes_many)
 
 
 @cache
@@ -122,16 +165,29 @@ def sketch(text: str) -> Sketch:
 
 
 def sketch_of_hashes(h: np.ndarray) -> Sketch:
-    """:func:`sketch` of a text from its :func:`shingle_hashes` (made once, for the SimHash too: simhash.py).
-    ``h`` is sorted, so a bin's smallest hash is the first at or after its start (one binary search of the
-    bins' starts): every step after it is on the ``SKETCH_SIZE`` bins, not on the shingles."""
-    at = np.searchsorted(h, _BIN_STARTS)
-    offsets = h.take(at[:-1], mode="clip")  # an empty bin's (the next bin's first, or past the end) is masked below
-    offsets -= _BIN_STARTS[:-1]
+    """:func:`sketch` of a text from its :func:`shingle_hashes` (made once, for the SimHash too: simhash.py)."""
+    return Sketch(_bins(h, _BIN_STARTS), len(h))
+
+
+def sketches_of_hashes(h: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """The sketches' values (uint16[texts, SKETCH_SIZE]) and shingle counts of many texts from their
+    :func:`shingle_hashes_many`: every text's bins found in one binary search."""
+    return _bins(h, (np.arange(len(bounds) - 1, dtype=np.uint64) << _TAG_SHIFT)[:, None] + _BIN_STARTS), \
+        np.diff(bounds).tolist()
+
+
+def _bins(h: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per bin of ``starts`` (its last axis: the bins' starts and the end of the last), the top 16 bits of the
+    smallest hash's offset in the bin, ``EMPTY`` where none fell.  ``h`` is sorted, so a bin's smallest hash is
+    the first at or after its start (one binary search of the bins' starts): every step after it is on the
+    bins, not on the shingles."""
+    at = np.searchsorted(h, starts)
+    offsets = h.take(at[..., :-1], mode="clip")  # an empty bin's (the next bin's first, or past the end) is masked below
+    offsets -= starts[..., :-1]
     offsets >>= _OFFSET_SHIFT
     values = np.minimum(offsets, EMPTY - 1).astype(np.uint16)
-    values[at[1:] == at[:-1]] = EMPTY
-    return Sketch(values, len(h))
+    values[at[..., 1:] == at[..., :-1]] = EMPTY
+    return values
 
 
 _BIN_STARTS = np.arange(SKETCH_SIZE + 1, dtype=np.uint64) << np.uint64(_BIN_BITS)  # and the end of the last bin
@@ -156,11 +212,12 @@ def key_view(values: np.ndarray) -> np.ndarray:
     (offset by half the view bin's width).  One bit of the offset is lost, so this is exactly what a
     sketch of ``KEY_BINS`` bins would hold.  Two table lookups and a minimum: a filled first bin's entry is
     below every second bin's, an empty one's above."""
-    return np.minimum(_VIEW_FIRST.take(values[0::2]), _VIEW_SECOND.take(values[1::2]))
+    return np.minimum(_VIEW_FIRST.take(values[..., 0::2]), _VIEW_SECOND.take(values[..., 1::2]))
 
 
 _DENSE = ROWS * BANDS  # view bins the band keys are made of
 _AT = np.arange(_DENSE)
+_AT_TWICE = np.arange(2 * KEY_BINS)
 
 
 def _densified(view: np.ndarray) -> np.ndarray:
@@ -178,24 +235,49 @@ def _densified(view: np.ndarray) -> np.ndarray:
     return view[nxt % len(view)] + ((nxt - _AT).astype(np.uint64) << np.uint64(16))
 
 
+def _densified_many(views: np.ndarray) -> np.ndarray:
+    """:func:`_densified` of every row of ``views`` (uint64): the next filled bin of each of a row's first
+    ``ROWS * BANDS`` bins is found in the row written twice (its position there counts the gap) by one
+    running minimum from the right, for every row with an empty bin among them and a filled one."""
+    head = views[:, :_DENSE].astype(np.uint64)
+    sparse = np.flatnonzero((head == EMPTY).any(axis=1) & (views != EMPTY).any(axis=1))
+    if len(sparse):
+        rows = views[sparse]
+        nxt = np.where(np.tile(rows != EMPTY, 2), _AT_TWICE, len(_AT_TWICE))
+        nxt = np.minimum.accumulate(nxt[:, ::-1], axis=1)[:, : -_DENSE - 1 : -1]
+        head[sparse] = np.take_along_axis(rows, nxt % KEY_BINS, axis=1) + ((nxt - _AT).astype(np.uint64) << np.uint64(16))
+    return head
+
+
 _BAND_STARTS = np.arange(1, BANDS + 1, dtype=np.uint64) * _PRIME  # the first row's key * _PRIME, per band
 _MIX_THEN_PRIME = np.uint64(_MIX_INT * _PRIME_INT & _MASK64)
 
 
 def band_keys(s: Sketch) -> list[int]:
     """32-bit keys of ``BANDS`` bands of ``ROWS`` densified values of the key view; the band number is in
-    the key.  Per band, from ``band + 1``: per row, ``key * _PRIME + value``, ``key ^= key >> 29``,
-    ``key *= _MIX`` (mod 2**64); the key is the top 32 bits.  Computed for all the bands at once."""
-    rows = _densified(key_view(s.values)).reshape(BANDS, ROWS)
-    key = _BAND_STARTS + rows[:, 0]
+    the key."""
+    return _keys(_densified(key_view(s.values)).reshape(BANDS, ROWS)).tolist()
+
+
+def band_keys_many(values: np.ndarray) -> np.ndarray:
+    """:func:`band_keys` of many sketches' values (uint16[sketches, SKETCH_SIZE]) at once, as uint64[sketches,
+    BANDS].  One sketch alone costs twice as much this way, so that stays a function of its own."""
+    return _keys(_densified_many(key_view(values)).reshape(-1, BANDS, ROWS))
+
+
+def _keys(rows: np.ndarray) -> np.ndarray:
+    """The keys of bands of ``ROWS`` values (the last axis): per band, from ``band + 1``, per row
+    ``key * _PRIME + value``, ``key ^= key >> 29``, ``key *= _MIX`` (mod 2**64); the key is the top 32 bits.
+    Computed for all the bands at once."""
+    key = _BAND_STARTS + rows[..., 0]
     for r in range(1, ROWS):
         key ^= key >> np.uint64(29)
         key *= _MIX_THEN_PRIME
-        key += rows[:, r]
+        key += rows[..., r]
     key ^= key >> np.uint64(29)
     key *= _MIX
     key >>= np.uint64(32)
-    return key.tolist()
+    return key
 
 
 def estimate_many(s: Sketch, values: np.ndarray, shingles: np.ndarray) -> list[Overlap]:

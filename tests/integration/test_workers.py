@@ -105,6 +105,24 @@ def test_features_travel_back_from_the_workers(text: Texts) -> None:
     assert prepared.written == (local.written if text else "") and local.written != local.clean  # width kept
 
 
+@pytest.mark.parametrize("features", ["sketch", "auto"])
+def test_one_worker_computes_a_chunks_features_together_unless_they_are_words(features: str) -> None:
+    """With the default features the pool of one worker makes each chunk's in one batch (exact repeats too), the
+    same values as one at a time; word features are left to the judge, which skips exact repeats."""
+    config = DedupConfig(features=features)
+    fingerprinter = Fingerprinter(config)
+    with PreparePool(config, prepare_job, workers=1, chunk=4) as pool:
+        results = [r for r in pool.map(jobs()) if isinstance(r, Prepared)]
+    if features == "auto":
+        assert all(r.features is None for r in results)
+        return
+    for prepared in results:
+        assert prepared.features is not None
+        alone = fingerprinter.features(prepared.clean)
+        assert prepared.features._replace(sketch=None) == alone._replace(sketch=None)
+        assert prepared.features.sketch.to_bytes() == alone.sketch.to_bytes()
+
+
 def test_the_items_of_one_turn_go_together_and_each_result_comes_back_to_its_future() -> None:
     """TurnBatcher: nothing is sent until the turn ends (the callback it scheduled runs), then every item
     of the turn at once; a bad item is its own error value; the next turn schedules again."""
