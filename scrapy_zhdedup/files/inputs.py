@@ -11,7 +11,6 @@ naming the file and the last line read, once every line read before it has been 
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import logging
@@ -160,6 +159,8 @@ def open_input(path: str | Path) -> IO[str]:
     if str(path) == STDIN:
         return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="replace")
     if str(path).endswith(".gz"):
+        import gzip  # here: only a .gz input needs it
+
         return gzip.open(path, "rt", encoding="utf-8-sig", errors="replace")
     return open(path, encoding="utf-8-sig", errors="replace")
 
