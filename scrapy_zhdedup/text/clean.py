@@ -32,18 +32,13 @@ _DROP_TAGS = (
     "script", "style", "noscript", "template", "iframe", "svg", "canvas", "form", "button",
     "select", "input", "textarea", "nav", "header", "footer", "aside", "menu", "head",
 )
-# class/id words that mark boilerplate blocks on Chinese news sites.
-_BOILERPLATE = re.compile(
-    r"(^|[\s_-])(nav|navbar|menu|top|topbar|header|footer|foot|sidebar|side|aside|breadcrumbs?|crumbs?|"
-    r"position|location|byline|info|meta|source|"
-    r"copyright|share|social|comments?|related|recommend|hot|rank|ad|ads|advert|banner|"
-    r"toolbar|login|search|tags?|pager|pagination|friendlink|links)([\s_-]|$)",
-    re.I,
-)
 _BLOCKS = {"p", "div", "section", "article", "li", "h1", "h2", "h3", "h4", "h5", "h6",
            "td", "tr", "br", "blockquote", "pre", "table", "ul", "ol", "dd", "dt"}
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_WORDLIKE = re.compile(r"[\w\u3400-\u9fff]")
+_TEXT_BLOCKS = tuple(sorted(_BLOCKS - {"br"} | {"body"}))  # the elements that may be a line of the text, by tag
+# A class spanning the CJK block costs re.compile a Python step per code point (~4 ms of every start-up, issue 40):
+# such patterns are compiled where first needed (functions below), behind a \w test that settles nearly every text.
+_WORD = re.compile(r"\w")
+_TWENTY_WORDS = re.compile(r"(?:\W*\w){20}")
 _INVISIBLE_CHARS = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 _INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]")  # a regex: str.translate took 14x longer
 # What NFKC changes in Chinese text is nearly always full-width ASCII, the ideographic space and "…".
@@ -134,7 +129,7 @@ class TextCleaner:
         else:
             raw = text if isinstance(text, str) else str(text)
         out = self.normalise(raw)
-        if not _WORDLIKE.search(out):
+        if not (_WORD.search(out) or _wordlike().search(out)):
             raise EmptyTextError("no words or Chinese characters left after cleaning")
         junk.refuse_binary(out)
         return Cleaned(_collapse_spaces(_without_invisible(raw)), out)
@@ -164,7 +159,7 @@ class TextCleaner:
                 normal = unicodedata.is_normalized("NFKC", narrow)
             text = narrow if normal else unicodedata.normalize("NFKC", text)
         text = _without_invisible(text)
-        if self.traditional_to_simplified and _CJK.search(text) and self._t2s_changes(text):
+        if self.traditional_to_simplified and self._t2s_changes(text) and _cjk().search(text):
             text = self._opencc.convert(text)
         return _collapse_spaces(text)
 
@@ -215,32 +210,66 @@ def _lxml_main_text(html: str) -> str:
 
 
 def _few_words(text: str) -> bool:
-    """Fewer than 20 word characters."""
-    return next(itertools.islice(_WORDLIKE.finditer(text), 19, None), None) is None
+    """Fewer than 20 word characters (:func:`_wordlike`); 20 of \\w, found by one match, settle most texts."""
+    return _TWENTY_WORDS.match(text) is None and next(itertools.islice(_wordlike().finditer(text), 19, None), None) is None
+
+
+@cache
+def _wordlike() -> re.Pattern[str]:
+    """A word character: \\w, or a CJK one (\\w leaves out a few symbols of U+3400–U+9FFF)."""
+    return re.compile(r"[\w\u3400-\u9fff]")
+
+
+@cache
+def _cjk() -> re.Pattern[str]:
+    """A CJK character (unified and compatibility ideographs): only such a text is converted to simplified."""
+    return re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+@cache
+def _boilerplate() -> re.Pattern[str]:
+    """class/id words that mark boilerplate blocks on Chinese news sites."""
+    return re.compile(
+        r"(^|[\s_-])(nav|navbar|menu|top|topbar|header|footer|foot|sidebar|side|aside|breadcrumbs?|crumbs?|"
+        r"position|location|byline|info|meta|source|"
+        r"copyright|share|social|comments?|related|recommend|hot|rank|ad|ads|advert|banner|"
+        r"toolbar|login|search|tags?|pager|pagination|friendlink|links)([\s_-]|$)",
+        re.I,
+    )
 
 
 def _marked(el: etree._Element) -> bool:
     """A block whose class or id looks like boilerplate."""
     marks = f"{el.get('class', '')} {el.get('id', '')}"
-    return bool(marks.strip()) and _BOILERPLATE.search(marks) is not None and el.tag not in ("body", "html")
+    return bool(marks.strip()) and _boilerplate().search(marks) is not None and el.tag not in ("body", "html")
 
 
 def _parse(html: str) -> etree._Element | None:
     """The page's root; None for an empty document.  lxml.etree's own HTML parser, not lxml.html's, whose
-    element classes are chosen by a Python callback for every element touched (15 % of extraction)."""
+    element classes are chosen by a Python callback for every element touched (15 % of extraction).  The page
+    goes in as UTF-8: lxml hands a str to libxml2 as UTF-16 or UCS-4 to convert, slower than Python's encoder
+    (issue 40), and a str declaring its encoding (``<?xml … encoding=…?>``) it refuses."""
     from lxml import etree
 
-    try:
-        return etree.fromstring(html, _parser(None))
-    except ValueError:  # lxml refuses str input with an encoding declaration
-        return etree.fromstring(html.encode("utf-8", "replace"), _parser("utf-8"))
+    return etree.fromstring(html.encode("utf-8", "replace"), _parser())
 
 
 @cache
-def _parser(encoding: str | None) -> etree.HTMLParser:
+def _parser() -> etree.HTMLParser:
+    """No table of the ids (nothing here looks one up), and no comment nodes: stripping them after parsing
+    left the same text, at a cost of its own."""
     from lxml import etree
 
-    return etree.HTMLParser(encoding=encoding)
+    return etree.HTMLParser(encoding="utf-8", collect_ids=False, remove_comments=True)
+
+
+@cache
+def _with_marks() -> etree.XPath:
+    """The elements that have a class or an id, in document order: the only ones a ``drop`` rule can name
+    (:func:`_marked`, :func:`junk.is_chrome`), found in C instead of asking about every element."""
+    from lxml import etree
+
+    return etree.XPath("descendant-or-self::*[@class or @id]")
 
 
 def _drop_tree(el: etree._Element) -> None:
@@ -261,7 +290,8 @@ def _text_content(el: etree._Element) -> str:
 
 
 def _lxml_blocks(html: str, drop: Callable[[etree._Element], bool] | None) -> str:
-    """The text blocks of the page without the non-content tags and the elements ``drop`` names."""
+    """The text blocks of the page without the non-content tags and the elements ``drop`` names (asked
+    only about elements with a class or an id), those with as much linked text as the rest left out."""
     from lxml import etree
 
     try:
@@ -270,31 +300,31 @@ def _lxml_blocks(html: str, drop: Callable[[etree._Element], bool] | None) -> st
         return ""
     if root is None:
         return ""
-    etree.strip_elements(root, etree.Comment, *_DROP_TAGS, with_tail=False)
-    for el in [el for el in root.iter() if isinstance(el.tag, str) and drop(el)] if drop else ():
+    etree.strip_elements(root, *_DROP_TAGS, with_tail=False)
+    for el in [el for el in _with_marks()(root) if drop(el)] if drop else ():
         if el.getparent() is not None:  # not dropped already with an ancestor
             _drop_tree(el)
     lines: list[str] = []
-    for block in _text_blocks(root):
-        if _link_density(block) < 0.5:
-            text = _block_text(block)
+    for block in root.iter(*_TEXT_BLOCKS):
+        if not len(block):  # most paragraphs: nothing inside but their text, and so no link
+            text = (block.text or "").strip()
             if text:
+                lines.append(text)
+        elif _carries_text(block):
+            text = _block_text(block)
+            if text and 2 * _linked_chars(block) < len(text):
                 lines.append(text)
     return "\n".join(lines)
 
 
-def _text_blocks(root: etree._Element) -> list[etree._Element]:
-    """Innermost block elements that carry text directly (paragraphs, list items, cells)."""
-    out = []
-    for el in root.iter():
-        if not isinstance(el.tag, str) or (el.tag not in _BLOCKS and el.tag != "body") or el.tag == "br":
-            continue
-        if (el.text and el.text.strip()) or any(
-            isinstance(c.tag, str) and c.tag not in _BLOCKS and (_text_content(c).strip() or (c.tail or "").strip())
-            for c in el
-        ) or any((c.tail or "").strip() for c in el):
-            out.append(el)
-    return out
+def _carries_text(el: etree._Element) -> bool:
+    """A block that carries text directly: its own text, a child's tail, or an inline child's text."""
+    text = el.text  # each read of .text or .tail decodes it again
+    if text and text.strip():
+        return True
+    if any((tail := child.tail) and tail.strip() for child in el):
+        return True
+    return any(isinstance(child.tag, str) and child.tag not in _BLOCKS and _text_content(child).strip() for child in el)
 
 
 def _block_text(el: etree._Element) -> str:
@@ -313,12 +343,9 @@ def _inline_text(el: etree._Element, top: bool = False) -> str:
     return "".join(parts)
 
 
-def _link_density(el: etree._Element) -> float:
-    total = len(_block_text(el))
-    if not total:
-        return 1.0
-    linked = sum(len(_text_content(a)) for a in el.iter("a"))
-    return linked / total
+def _linked_chars(el: etree._Element) -> int:
+    """Characters of the text of the links in ``el`` (of a link in a link twice)."""
+    return sum(len(_text_content(a)) for a in el.iter("a"))
 
 
 def content_hash(clean: str) -> str:

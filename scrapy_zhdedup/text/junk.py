@@ -17,6 +17,7 @@ Two tests, each where its evidence is (text/clean.py calls them):
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import TYPE_CHECKING
 
 from ..errors import JunkError
@@ -28,12 +29,6 @@ if TYPE_CHECKING:
 _UNREADABLE = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\ufffd]")
 BINARY_SHARE = 0.05  # decoded binary data measured 0.10-0.73 (random, gzip, PNG, JPEG, PDF, ELF; 5 encodings)
 BINARY_MIN = 10  # and at least this many: a stray NUL or two in a short page is not binary data
-_FURNITURE = re.compile(
-    r"(^|[\s_-])(nav|navbar|menu|top|topbar|header|footer|foot|sidebar|side|aside|breadcrumbs?|crumbs?|"
-    r"position|location|copyright|share|social|comments?|related|recommend|hot|rank|ad|ads|advert|banner|"
-    r"toolbar|login|search|tags?|pager|pagination|friendlink|links)([\s_-]|$)",
-    re.I,
-)
 PARAGRAPH_CHARS = 60  # a run of text this long is an article's paragraph, never a site's furniture line
 ONLY_FURNITURE = "no main text: only the site's header, footer, navigation and sidebar"
 
@@ -53,6 +48,17 @@ def is_chrome(element: etree._Element) -> bool:
     """An element marked as the site's furniture (by its class or id) that holds no paragraph: a page-wide
     ``<div id="top">`` around the article is not furniture, a footer of short lines is."""
     marks = f"{element.get('class', '')} {element.get('id', '')}"
-    if not marks.strip() or _FURNITURE.search(marks) is None or element.tag in ("body", "html"):
+    if not marks.strip() or _furniture().search(marks) is None or element.tag in ("body", "html"):
         return False
     return all(len("".join(text.split())) < PARAGRAPH_CHARS for text in element.itertext())
+
+
+@cache  # compiled for the first page that needs it (a few of them), not in every start-up
+def _furniture() -> re.Pattern[str]:
+    """class/id words that mark the site's furniture."""
+    return re.compile(
+        r"(^|[\s_-])(nav|navbar|menu|top|topbar|header|footer|foot|sidebar|side|aside|breadcrumbs?|crumbs?|"
+        r"position|location|copyright|share|social|comments?|related|recommend|hot|rank|ad|ads|advert|banner|"
+        r"toolbar|login|search|tags?|pager|pagination|friendlink|links)([\s_-]|$)",
+        re.I,
+    )

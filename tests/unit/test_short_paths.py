@@ -380,7 +380,7 @@ def _old_main_text(page: str) -> str:
             if not isinstance(el.tag, str) or el.getparent() is None:
                 continue
             marks = f"{el.get('class', '')} {el.get('id', '')}"
-            if marks.strip() and text_module._BOILERPLATE.search(marks) and el.tag not in ("body", "html"):
+            if marks.strip() and text_module._boilerplate().search(marks) and el.tag not in ("body", "html"):
                 el.drop_tree()
         lines = []
         for el in root.iter():
@@ -398,7 +398,7 @@ def _old_main_text(page: str) -> str:
         return "\n".join(lines)
 
     text = blocks(True)
-    if next(itertools.islice(text_module._WORDLIKE.finditer(text), 19, None), None) is None:
+    if next(itertools.islice(text_module._wordlike().finditer(text), 19, None), None) is None:
         text = blocks(False)
     return text
 

@@ -34,3 +34,16 @@ def test_other_dictionaries_convert_every_text(tmp_path: Path) -> None:
     (tmp_path / "TSPhrases.ocd2").write_bytes((tmp_path / "TSPhrases.ocd2").read_bytes() + b"\0")
     assert t2s.convertible(tmp_path / CONFIG.name)(ARTICLES[0])
     assert t2s.convertible(tmp_path / "missing.json")(ARTICLES[0])
+
+
+def test_a_phrase_is_found_wherever_it_stands() -> None:
+    """Phrases are looked for only around their character (t2s.py): at the start and end of a text, cut at
+    either end, twice, or overlapping a cut copy, the answer is that of a search of the whole text."""
+    from scrapy_zhdedup.text import t2s_keys
+
+    changes = t2s.convertible(CONFIG)
+    for phrase in t2s_keys.PHRASES:
+        for text in (phrase, f"这{phrase}", f"{phrase}的", phrase[1:], phrase[:-1], phrase[1:] + phrase,
+                     f"{phrase[:-1]}。{phrase[1:]}", phrase + phrase):
+            expected = any(p in text for p in t2s_keys.PHRASES) or any(c in t2s_keys.CHARACTERS for c in text)
+            assert changes(text) == expected, (phrase, text)

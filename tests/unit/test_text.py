@@ -10,6 +10,7 @@ import pytest
 
 from scrapy_zhdedup import DedupConfig, Deduper
 from scrapy_zhdedup.errors import EmptyTextError
+from scrapy_zhdedup.text import clean as clean_module
 from scrapy_zhdedup.text.clean import TextCleaner, content_hash, decode_html
 from scrapy_zhdedup.text.furniture import without_furniture
 from tests.support import zhtexts
@@ -169,6 +170,17 @@ def test_markup_only_page_is_empty_text_error(cleaner: TextCleaner, page: str | 
 def test_neither_text_nor_html_is_empty_text_error(cleaner: TextCleaner) -> None:
     with pytest.raises(EmptyTextError, match="neither"):
         cleaner.clean()
+
+
+def test_characters_of_the_cjk_block_that_are_not_word_characters_still_count() -> None:
+    """The Yijing hexagrams (U+4DC0–U+4DFF) are no \\w, but in the CJK block cleaning counts as words: the \\w
+    shortcuts of text/clean.py must fall back to the whole class for them."""
+    hexagrams = "䷀䷁䷂"
+    assert not re.search(r"\w", hexagrams)
+    assert TextCleaner().clean(text=hexagrams) == hexagrams
+    assert not clean_module._few_words("字" * 19 + "䷀")
+    assert clean_module._few_words("字，" * 19)
+    assert not clean_module._few_words("字，" * 20)
 
 
 def test_english_text_is_judgeable() -> None:
