@@ -54,12 +54,10 @@ from scrapy_zhdedup.workers import Job, prepare_job
 from ..client import acheck_reachable, make_async_client, quiet_client_logs, redact
 from ..index.chinese import SearchText, segment
 from ..index.template import ainstall
-from ..operations import adrive
 from ..privileges import CRAWL, Access, Needs
 from .batchwriter import BatchWriter
 from .buffer import BulkBuffer, PendingBatch
 from .deadletter import DEFAULT_NAME, DeadLetters
-from .frozen import count, frozen_view
 from .groupcommit import Entry
 from .journal import Journal, orphans
 from .judging import JudgingCoordinator, on_thread
@@ -291,7 +289,7 @@ class ElasticsearchBackend(Backend):
             report = await ainstall(setup, self.index, self.layout, search=self.search, replace=False,
                                     fingerprint=fingerprint_settings(self.dedup))
             try:  # for the line at open only: an index another writer has just created may not answer yet
-                count = f"{await self._count()} documents"
+                count = f"{(await self._client.count(index=self.index))['count']} documents"
             except (ApiError, TransportError) as exc:
                 count = f"documents not counted ({exc})"
             self._loaded = (f"Elasticsearch index {self.index} at {self.url}: {count} (template "
@@ -304,16 +302,6 @@ class ElasticsearchBackend(Backend):
                 self._client, self.lookups, self.buffer, self.writes, self.dead_letters, self._fingerprinter,
                 self._executor, window=self._window, limit=MAX_LOOKUP_BATCH, url=self.url)
             return self._judging
-
-    async def _count(self) -> int:
-        """The documents stored, counted without making the index search-active (frozen.py)."""
-        assert self._client is not None
-        view = frozen_view(self._client, self.index, self.lookups.policy)
-        await adrive(self._client, view.open())
-        try:
-            return int(await adrive(self._client, count(view)))
-        finally:
-            await adrive(self._client, view.close())
 
     async def _take_over_orphans(self, writer: BatchWriter) -> None:
         """Write what writers of this index that died before flushing left in their journals (journal.py)."""

@@ -7,6 +7,9 @@ and the writers read it by realtime ``GET`` only.  One plain search makes the sh
 its refreshes (small segments, then merging them) were a third of the node's CPU per ingested document.
 A search through a point in time reads the view opened once and refreshes nothing.
 
+Opening one makes the shard search-active too, once (as the backend's count of the documents at start
+does): for a run of more than 30 s, the refreshes stop after its first 30 s.
+
 A server without points in time (the OSS builds of Elasticsearch 7.x) is searched plainly, as before.
 """
 
@@ -81,8 +84,3 @@ def _search(pit: str, body: dict[str, Any]) -> Call:
 def frozen_view(client: Any, index: str, policy: RetryPolicy, stats: EsStats | None = None) -> FrozenView:
     return FrozenView(index, policy, server_of(client).point_in_time, stats or EsStats())
 
-
-def count(view: FrozenView) -> Steps:
-    """Steps: the documents the view holds."""
-    response = yield from view.search({"size": 0, "track_total_hits": True})
-    return response["hits"]["total"]["value"] if response else 0
