@@ -289,8 +289,7 @@ async def measure(url: str, index: str, dedup: DedupConfig, queries: Sequence[tu
     client = AsyncElasticsearch(url, request_timeout=60)
     try:
         async def lookup(part: Sequence[tuple[str, Features]], lookups: EsLookups) -> None:
-            await asyncio.gather(adrive(client, lookups.exact([digest for digest, _ in part])),
-                                 adrive(client, lookups.near([query_features(f) for _, f in part])))
+            await adrive(client, lookups.both([digest for digest, _ in part], [query_features(f) for _, f in part]))
 
         single = EsLookups(index, CandidateKeys.from_config(dedup), NearRule.from_config(dedup), RetryPolicy(), EsStats())
         await lookup(queries[:20], single)  # the node's caches and the client's connections

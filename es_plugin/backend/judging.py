@@ -2,8 +2,8 @@
 they are decided in, and the answers each judgement sees.  It returns verdicts; it never calls back.
 
 * The window (groupcommit.py): items that arrive together are looked up together, one realtime
-  ``mget`` of ``_id = content hash`` and the key registry's two ``mget`` for the batch (lookups.py,
-  registry.py).
+  ``mget`` of their content hashes and their keys in the key registry, then one of the originals the
+  keys name (lookups.py, registry.py).
 * The order: every batch takes a turn when it is formed (:class:`Turns`), and decides only when every
   batch formed before it has decided or given up.  Its verdicts are returned once its documents are
   written and their keys claimed (buffer.py), so every writer sees them; a verdict writing changed
@@ -257,9 +257,8 @@ class JudgingCoordinator:
         digests = [t.prepared.digest for t in todo]
         if self.writes.index_duplicates:  # an exact repeat's own copy: its verdict, for a rerun (EsAnswers.own)
             digests += [repeat_id(t.prepared.digest, t.prepared.doc_id) for t in todo]
-        found, near = await asyncio.gather(
-            adrive(self.client, self.lookups.exact(digests)),
-            adrive(self.client, self.lookups.near([query_features(t.prepared.featured(None)) for t in likely_new])))
+        found, near = await adrive(self.client, self.lookups.both(
+            digests, [query_features(t.prepared.featured(None)) for t in likely_new]))
         exact, own = found[: len(todo)], found[len(todo):] or [None] * len(todo)
         near_of = {t.position: n for t, n in zip(likely_new, near)}
         unanswered = [t for t, e in zip(todo, exact) if e is None and t.position not in near_of]

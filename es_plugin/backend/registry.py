@@ -127,13 +127,11 @@ class Registry:
             return {}
         response = yield from self.policy.call(
             lambda c: c.mget(index=self.name, ids=list(ids), realtime=True), self.stats, got_all)
-        states: dict[str, KeyState | None] = {}
-        for doc in response["docs"]:
-            if "error" in doc:
-                raise LookupItemError(doc["error"])
-            states[doc["_id"]] = KeyState((doc["_seq_no"], doc["_primary_term"]), tuple(
-                (str(h), str(s)) for h, s in doc["_source"].get(OWNERS, ()))) if doc.get("found") else None
-        return states
+        return states_of(response["docs"])
+
+    def key_ids(self, features: Sequence[Features]) -> list[str]:
+        """The registry ``_id`` of every key of these documents, once each."""
+        return list(dict.fromkeys(k for f in features for k in key_ids(self.keys, f)))
 
     def candidates(self, features: Features, states: dict[str, KeyState | None]) -> dict[str, str]:
         """The owners the keys name, by content hash, with their stamps: any shared sketch (or SimHash band)
@@ -192,7 +190,12 @@ class Registry:
         if not features:
             return []
         self.stats.inc("lookups")
-        states = yield from self.read(list(dict.fromkeys(k for f in features for k in key_ids(self.keys, f))))
+        states = yield from self.read(self.key_ids(features))
+        found = yield from self.near_in(features, states)
+        return found
+
+    def near_in(self, features: Sequence[Features], states: dict[str, KeyState | None]) -> Steps:
+        """Steps: :meth:`near`'s answers once its keys are read (``states``): the originals they name."""
         owners = [self.candidates(f, states) for f in features]
         stored = yield from self.originals(h for named in owners for h in named)
         return [self.verify(f, named, stored) for f, named in zip(features, owners)]
@@ -333,6 +336,17 @@ class Registry:
         logger.warning("zhdedup: %d key(s) of %s keep claims of repeats; `zhdedup es reconcile` removes them",
                        len(pending), self.name)
         return None
+
+
+def states_of(docs: Iterable[dict[str, Any]]) -> dict[str, KeyState | None]:
+    """The key documents of an ``mget`` answer, by ``_id`` (None: nobody holds the key)."""
+    states: dict[str, KeyState | None] = {}
+    for doc in docs:
+        if "error" in doc:
+            raise LookupItemError(doc["error"])
+        states[doc["_id"]] = KeyState((doc["_seq_no"], doc["_primary_term"]), tuple(
+            (str(h), str(s)) for h, s in doc["_source"].get(OWNERS, ()))) if doc.get("found") else None
+    return states
 
 
 def _keep_stamps(claimants: Sequence[Claimant], states: dict[str, KeyState | None]) -> None:

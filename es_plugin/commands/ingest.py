@@ -28,7 +28,9 @@ uninterrupted run; ``zhdedup es replay`` of the dead-letter file then finds them
 ids are looked up in the index one bulk's worth at a time before they are judged, and documents
 already stored are skipped: a process killed hard between a bulk and its checkpoint, or an input
 given again (``--restart``, overlapping files), never stores a document a second time as an "exact
-repeat" of itself.  That costs one ``terms`` search per bulk.
+repeat" of itself.  That costs one ``terms`` search per bulk, of a point in time opened when the input
+starts (backend/frozen.py: a plain search would make the index refresh every second of the run), so the
+ids skipped are those stored before it started.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from scrapy_zhdedup.similarity.words import load_dictionaries
 from scrapy_zhdedup.workers import PreparePool
 
 from ..backend.deadletter import DEFAULT_NAME
+from ..backend.frozen import FrozenView, frozen_view
 from ..backend.groupcommit import DEFAULT_CONCURRENCY
 from ..backend.retry import RetryPolicy
 from ..backend.stats import EsStats
@@ -349,6 +352,8 @@ async def skip_stored(items: Iterator[Prepping], client: AsyncElasticsearch, ind
     """
     await adrive(client, policy.call(lambda c: c.indices.refresh(index=index, ignore_unavailable=True),
                                      EsStats()))  # a killed run's last bulk
+    view = frozen_view(client, index, policy)  # searched without making the index refresh every second
+    await adrive(client, view.open())
 
     def take() -> list[Prepping]:
         return list(itertools.islice(items, window))
@@ -357,7 +362,7 @@ async def skip_stored(items: Iterator[Prepping], client: AsyncElasticsearch, ind
     try:
         while head := await ahead:
             ahead = asyncio.ensure_future(asyncio.to_thread(take))
-            stored = await stored_ids(client, index, [prepping.item.doc_id for prepping in head], policy)
+            stored = await stored_ids(client, view, [prepping.item.doc_id for prepping in head])
             for prepping in head:
                 if prepping.item.doc_id in stored:
                     counts["already_stored"] += 1
@@ -365,12 +370,12 @@ async def skip_stored(items: Iterator[Prepping], client: AsyncElasticsearch, ind
                     yield prepping
     finally:  # the thread cannot be cancelled: let it finish before the pool or the input closes
         await asyncio.gather(ahead, return_exceptions=True)
+        await adrive(client, view.close())
 
 
-async def stored_ids(client: AsyncElasticsearch, index: str, ids: list[str], policy: RetryPolicy) -> set[str]:
-    """Which of ``ids`` the index holds (one ``terms`` aggregation)."""
+async def stored_ids(client: AsyncElasticsearch, view: FrozenView, ids: list[str]) -> set[str]:
+    """Which of ``ids`` the index held when the run began (one ``terms`` aggregation of those documents)."""
     unique = list(dict.fromkeys(ids))
-    aggs = {"stored": {"terms": {"field": DOC_ID, "include": unique, "size": max(1, len(unique))}}}
-    resp = await adrive(client, policy.call(
-        lambda c: c.search(index=index, size=0, ignore_unavailable=True, aggs=aggs), EsStats()))
+    resp = await adrive(client, view.search({"size": 0, "query": {"terms": {DOC_ID: unique}}, "aggs": {
+        "stored": {"terms": {"field": DOC_ID, "size": max(1, len(unique))}}}}))
     return {b["key"] for b in resp.get("aggregations", {}).get("stored", {}).get("buckets", [])}
