@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 import numpy as np
 import pytest
+from pybloom_live import ScalableBloomFilter
 
 from scrapy_zhdedup import DedupConfig, Deduper, StoreError, StoreFailedError
 from scrapy_zhdedup.files.atomic import atomic_write
@@ -210,6 +211,24 @@ def test_bloom_round_trip() -> None:
     assert all(h in again for h in hashes)
     assert len(again) == len(bloom) and again.error_rate == 0.01 and again.initial_capacity == 1000
     assert sum(content_hash(f"{a.text}。") in again for a in ARTICLES) <= 2
+
+
+def test_bloom_sets_the_bits_pybloom_live_sets() -> None:
+    """Tests then adds (the store's order) through filters that grow: the same answers and bytes as
+    pybloom-live's own ``in`` and ``add``, so stores written before open the same."""
+    bloom = ExactFilter(error_rate=0.01, initial_capacity=50)
+    plain = ScalableBloomFilter(initial_capacity=50, error_rate=0.01, mode=ScalableBloomFilter.LARGE_SET_GROWTH)
+    rng = random.Random(7)
+    keys = [f"{rng.getrandbits(128):032x}" for _ in range(1500)]
+    for i, key in enumerate(keys):
+        again = keys[rng.randrange(i + 1)]  # some repeats
+        for k in (key, again):
+            assert (k in bloom) == (k in plain)
+            assert bloom.add(k) == plain.add(k)
+    assert len(plain.filters) > 2
+    payload = io.BytesIO()
+    plain.tofile(payload)
+    assert bloom.to_bytes() == payload.getvalue()
 
 
 @pytest.mark.parametrize("kwargs", [{"error_rate": 0}, {"error_rate": 1}, {"initial_capacity": 0}])
