@@ -19,7 +19,7 @@ from types import FrameType
 from ..config import DedupConfig, add_options, from_args
 from ..deduper import Deduper
 from ..errors import BadRecordError, Interrupted, StoreFailedError
-from ..files.inputs import STDIN, Damage, Record, input_name, open_input, read_pages, read_records
+from ..files.inputs import STDIN, Damage, Line, Record, input_name, open_input, parse_line, read_lines, read_pages, skip
 from ..files.output import AtomicOutput, check_output
 from ..model import Prepared
 from ..similarity.fingerprinter import Fingerprinter
@@ -27,6 +27,7 @@ from ..workers import Job, PreparePool, add_workers_option, prepare_job
 from .progress import progress
 
 logger = logging.getLogger(__name__)
+_VERDICT_LINE = json.JSONEncoder(ensure_ascii=False)  # json.dumps with an argument makes one per call (~2 µs)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,8 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     scan.set_defaults(func=cmd_scan)
 
 
-def _in_order(records: Iterator[Record]) -> Iterator[Record | BadRecordError]:
-    """The records, then (``--strict``) the bad line in its place, so the lines before it are judged first."""
+def _in_order(records: Iterator[Line | Record]) -> Iterator[Line | Record | BadRecordError]:
+    """The records, then (``--strict``) the bad page in its place, so the pages before it are judged first."""
     try:
         yield from records
     except BadRecordError as exc:
@@ -54,23 +55,29 @@ def _in_order(records: Iterator[Record]) -> Iterator[Record | BadRecordError]:
 
 
 @contextlib.contextmanager
-def records(path: str, *, strict: bool = False, errors: list[BadRecordError] | None = None) -> Iterator[Iterator[Record]]:
-    """The records of a JSONL input (a file, ``.gz`` or ``-``) or of a directory of saved pages."""
+def records(path: str, *, strict: bool = False,
+            errors: list[BadRecordError] | None = None) -> Iterator[Iterator[Line] | Iterator[Record]]:
+    """The lines of a JSONL input (a file, ``.gz`` or ``-``), unparsed, or the records of a directory of saved
+    pages."""
     if path != STDIN and Path(path).is_dir():
         yield read_pages(Path(path), strict=strict, errors=errors)
         return
     with open_input(path) as fh:
-        yield read_records(fh, input_name(path), strict=strict, errors=errors)
+        yield read_lines(fh, input_name(path))
 
 
-def _job(line: Record | BadRecordError) -> Job | BadRecordError:
-    return Job(line.doc_id, line.text, line.html) if isinstance(line, Record) else line
+def _job(item: Line | Record | BadRecordError) -> Line | Job | BadRecordError:
+    return Job(item.doc_id, item.text, item.html) if isinstance(item, Record) else item
 
 
-def _scan_step(fingerprinter: Fingerprinter, job: Job | BadRecordError) -> Prepared:
-    """The workers' step (a bad line passes through as its own error, keeping its place)."""
+def _scan_step(fingerprinter: Fingerprinter, job: Line | Job | BadRecordError) -> Prepared:
+    """The workers' step: a line is parsed there (its BadRecordError, if it is not a record, comes back in its
+    place); a bad page passes through as its own error, keeping its place."""
     if isinstance(job, BadRecordError):
         raise job
+    if isinstance(job, Line):
+        record = parse_line(job.raw, job.path, job.line)
+        job = Job(record.doc_id, record.text, record.html)
     return prepare_job(fingerprinter, job)
 
 
@@ -112,8 +119,8 @@ class BetweenDocuments:
 def cmd_scan(args: argparse.Namespace) -> int:
     """Judge every line; exit 1 when the input had lines but none could be judged.
 
-    The ``--workers`` processes clean and fingerprint; this process judges, in input order, so the
-    verdicts do not depend on their number.
+    The ``--workers`` processes parse the lines, clean and fingerprint; this process reads the lines and judges,
+    in input order, so the verdicts do not depend on their number.
     """
     check_output(args.output, [args.input])
     config = from_args(DedupConfig, args)
@@ -134,8 +141,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
                       AtomicOutput(args.output) as out, progress(None, "doc", "scan") as bar, ctrl_c.caught()):
                     lines, jobs = itertools.tee(_in_order(damage.guard(read)))
                     for line, prepared in zip(lines, pool.map(_job(line) for line in jobs)):
-                        if isinstance(line, BadRecordError):  # --strict: every line before it was judged
+                        if isinstance(line, BadRecordError):  # --strict: every page before it was judged
                             raise line
+                        if isinstance(prepared, BadRecordError):  # a line that is no record, found by its worker
+                            skip(prepared, args.strict, errors)
+                            continue
                         if isinstance(prepared, Exception):
                             bad = BadRecordError.unjudged(line.path, line.line, prepared)
                             if args.strict:
@@ -145,7 +155,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
                             continue
                         with ctrl_c.deferred():  # stored, printed and counted together
                             verdict = deduper.judge_prepared(prepared)
-                            out.write(json.dumps(verdict.record(), ensure_ascii=False) + "\n")
+                            out.write(_VERDICT_LINE.encode(verdict.record()) + "\n")
                             counts[verdict.status] += 1
                             if verdict.rerun:
                                 counts[f"rerun_{verdict.rerun}"] += 1

@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, NamedTuple, TypeVar
 
 from ..errors import BadRecordError, InputError, InvalidDocumentError
 from ..text.clean import decode_html
@@ -65,17 +65,32 @@ def parse_line(raw: str, path: str, line: int) -> Record:
                   html if isinstance(html, str) else None, data)
 
 
+class Line(NamedTuple):
+    """A line of an input not yet parsed (:func:`parse_line`): what ``zhdedup scan`` hands its workers, so
+    the JSON is decoded and checked there, not in the one process that judges."""
+
+    path: str
+    line: int
+    raw: str
+
+
+def read_lines(fh: IO[str], path: str, *, start_line: int = 0) -> Iterator[Line]:
+    """The numbered lines of an open text file after ``start_line``, blank ones left out, unparsed.
+    Raises InputError if the file cannot be read to its end."""
+    for number, raw in _lines(fh, path):
+        if number > start_line and raw and not raw.isspace():  # not raw.strip(): no copy of the line
+            yield Line(path, number, raw)
+
+
 def read_records(fh: IO[str], path: str, *, strict: bool = False, start_line: int = 0,
                  errors: list[BadRecordError] | None = None) -> Iterator[Record]:
     """Yield records from an open text file; bad lines go to ``errors`` (and the log) unless strict.
     Raises InputError if the file cannot be read to its end."""
-    for number, raw in _lines(fh, path):
-        if number <= start_line or not raw.strip():
-            continue
+    for line in read_lines(fh, path, start_line=start_line):
         try:
-            yield parse_line(raw, path, number)
+            yield parse_line(line.raw, path, line.line)
         except BadRecordError as exc:
-            _skip(exc, strict, errors)
+            skip(exc, strict, errors)
 
 
 def _lines(fh: IO[str], path: str) -> Iterator[tuple[int, str]]:
@@ -141,10 +156,10 @@ def read_pages(directory: Path, *, strict: bool = False, errors: list[BadRecordE
         try:
             yield read_page(directory, file)
         except BadRecordError as exc:
-            _skip(exc, strict, errors)
+            skip(exc, strict, errors)
 
 
-def _skip(exc: BadRecordError, strict: bool, errors: list[BadRecordError] | None) -> None:
+def skip(exc: BadRecordError, strict: bool, errors: list[BadRecordError] | None) -> None:
     """A bad record: raised again if ``strict``, else logged and kept in ``errors``; the run goes on."""
     if strict:
         raise exc
