@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import hashlib
 import itertools
 import logging
@@ -57,7 +58,7 @@ from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import BadRecordError, ConfigError, EmptyTextError, InputError
 from scrapy_zhdedup.files.inputs import Damage, html_files, open_input, read_page, read_records
 from scrapy_zhdedup.model import Verdict
-from scrapy_zhdedup.similarity.words import load_dictionaries
+from scrapy_zhdedup.similarity.words import load_segmenter
 from scrapy_zhdedup.workers import PreparePool
 
 from ..backend.deadletter import DEFAULT_NAME
@@ -194,11 +195,17 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
     # first, before the event loop, its threads and connections exist: the workers are forked
     opened = time.perf_counter()
     if SearchText(es.es_text_field, es.es_analysis).segments:
-        load_dictionaries()  # for the words field, in this process before the fork: the workers share them
+        load_segmenter()  # for the words field, in this process before the fork: the workers share it
     with PreparePool(dedup, prepare_for_index, workers, fork=True, text="written") as pool:
         start_up = time.perf_counter() - opened
-        report = asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
-                                     concurrency, pool, progress))
+        # What exists now (modules, dictionaries) outlives the run: frozen, the full collections that the
+        # judging's allocations set off do not scan it again each time (1.0 of 10 s of CPU on the news corpus).
+        gc.freeze()
+        try:
+            report = asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
+                                         concurrency, pool, progress))
+        finally:
+            gc.unfreeze()  # a caller in the same process collects it as before
     return {**report, "start_up_seconds": round(start_up, 2)}
 
 
