@@ -64,7 +64,7 @@ async def write_missed_pairs(es_url: str, index: str, tmp_path: Path, pairs: lis
                    es_dead_letter=str(tmp_path / "dead.jsonl"))
     w1 = ElasticsearchBackend(DEDUP, cfg, index_duplicates=True)
     w2 = ElasticsearchBackend(DEDUP, cfg, index_duplicates=True)
-    def blind_near(self: Registry, features: list[Any]) -> Steps:
+    def blind_near(self: Registry, features: list[Any], *keys: Any) -> Steps:
         yield from ()
         return [None] * len(features)
 
@@ -72,7 +72,8 @@ async def write_missed_pairs(es_url: str, index: str, tmp_path: Path, pairs: lis
         yield from ()
 
     try:
-        with mock.patch.object(Registry, "near", blind_near), mock.patch.object(Registry, "_judge", blind_judge):
+        with mock.patch.object(Registry, "near", blind_near), mock.patch.object(Registry, "near_in", blind_near), \
+                mock.patch.object(Registry, "_judge", blind_judge):
             for i, (original, repost) in enumerate(pairs):
                 v1 = await w1.judge(f"w1-{i}", text=original, html=None, document={"url": f"w1-{i}"})
                 v2 = await w2.judge(f"w2-{i}", text=repost, html=None, document={"url": f"w2-{i}"})
