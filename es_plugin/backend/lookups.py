@@ -21,7 +21,7 @@ from scrapy_zhdedup.similarity.rule import NearRule
 from ..errors import LookupItemError
 from ..index.document import FIRST_COPY, Stored
 from ..operations import Steps
-from .registry import Registry, states_of
+from .registry import Registry, distinct, states_of
 from .retry import RetryPolicy, got_all
 from .stats import EsStats
 
@@ -61,12 +61,12 @@ class EsLookups:
             near = yield from self.near(features)
             return exact, near
         self.stats.inc("lookups", 2)
-        keys = self.registry.key_ids(features)
+        ids = self.registry.key_ids(features)
         docs = [{"_index": self.index, "_id": d, "_source": {"includes": FIRST_COPY}} for d in digests] + [
-            {"_index": self.registry.name, "_id": k} for k in keys]
+            {"_index": self.registry.name, "_id": k} for k in distinct(ids)]
         response = yield from self.policy.call(lambda c: c.mget(docs=docs, realtime=True), self.stats, got_all)
         answered = response["docs"]
-        near = yield from self.registry.near_in(features, states_of(answered[len(digests):]))
+        near = yield from self.registry.near_in(features, ids, states_of(answered[len(digests):]))
         return _first_copies(answered[: len(digests)]), near
 
 

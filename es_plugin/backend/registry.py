@@ -69,6 +69,11 @@ def key_ids(keys: CandidateKeys, features: Features) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def distinct(ids: Iterable[list[str]]) -> list[str]:
+    """The keys of several documents (:meth:`Registry.key_ids`), once each, in order."""
+    return list(dict.fromkeys(k for keys in ids for k in keys))
+
+
 _WRITER = uuid.uuid4().hex[:8]
 _sequence = 0
 
@@ -129,26 +134,28 @@ class Registry:
             lambda c: c.mget(index=self.name, ids=list(ids), realtime=True), self.stats, got_all)
         return states_of(response["docs"])
 
-    def key_ids(self, features: Sequence[Features]) -> list[str]:
-        """The registry ``_id`` of every key of these documents, once each."""
-        return list(dict.fromkeys(k for f in features for k in key_ids(self.keys, f)))
+    def key_ids(self, features: Sequence[Features]) -> list[list[str]]:
+        """The registry ``_id`` of every key of each of these documents (:func:`key_ids`)."""
+        return [key_ids(self.keys, f) for f in features]
 
-    def candidates(self, features: Features, states: dict[str, KeyState | None]) -> dict[str, str]:
+    def candidates(self, features: Features, states: dict[str, KeyState | None],
+                   ids: list[str] | None = None) -> dict[str, str]:
         """The owners the keys name, by content hash, with their stamps: any shared sketch (or SimHash band)
-        key held by at most ``MAX_POSTINGS``, or enough shared passages (nearindex.py's rule)."""
+        key held by at most ``MAX_POSTINGS``, or enough shared passages (nearindex.py's rule).  ``ids``:
+        :func:`key_ids` of ``features``, when the caller has them."""
         named: dict[str, str] = {}
-        votes: Counter[str] = Counter()
-        by_passage: dict[str, str] = {}
-        for key in key_ids(self.keys, features):
+        passages = []
+        for key in key_ids(self.keys, features) if ids is None else ids:
             state = states.get(key)
             if state is None or len(state.owners) > MAX_POSTINGS:
                 continue
             if key.startswith("p"):
-                votes.update(h for h, _ in state.owners)
-                by_passage.update(state.owners)
+                passages.append(state.owners)
             else:
                 named.update(state.owners)
-        if votes:
+        if passages:
+            votes = Counter(h for owners in passages for h, _ in owners)
+            by_passage = {h: s for owners in passages for h, s in owners}
             needed = votes_needed(len(features.passages), self.keys.passage_share)
             named.update((h, by_passage[h]) for h, n in votes.items() if n >= needed and h not in named)
         return named
@@ -190,13 +197,16 @@ class Registry:
         if not features:
             return []
         self.stats.inc("lookups")
-        states = yield from self.read(self.key_ids(features))
-        found = yield from self.near_in(features, states)
+        ids = self.key_ids(features)
+        states = yield from self.read(distinct(ids))
+        found = yield from self.near_in(features, ids, states)
         return found
 
-    def near_in(self, features: Sequence[Features], states: dict[str, KeyState | None]) -> Steps:
-        """Steps: :meth:`near`'s answers once its keys are read (``states``): the originals they name."""
-        owners = [self.candidates(f, states) for f in features]
+    def near_in(self, features: Sequence[Features], ids: Sequence[list[str]],
+                states: dict[str, KeyState | None]) -> Steps:
+        """Steps: :meth:`near`'s answers once its keys (``ids``: :meth:`key_ids`) are read (``states``): the
+        originals they name."""
+        owners = [self.candidates(f, states, i) for f, i in zip(features, ids)]
         stored = yield from self.originals(h for named in owners for h in named)
         return [self.verify(f, named, stored) for f, named in zip(features, owners)]
 
@@ -230,33 +240,39 @@ class Registry:
             states = yield from self.read(pending)
             _keep_stamps(claimants, states)
             if judge:
-                yield from self._judge([c for c in claimants if c.hash not in repeats], states, verified, repeats)
-                yield from self._later([c for c in claimants if c.hash not in repeats], states, verified, marked)
-            actions = []
+                yield from self._judge([c for c in claimants if c.hash not in repeats], states, ids_of, verified, repeats)
+                yield from self._later([c for c in claimants if c.hash not in repeats], states, ids_of, verified, marked)
+            actions, winning = [], []  # with each action, the claimants' hashes its owners list
             for key in pending:
                 state = states.get(key)
-                owners = [] if state is None else [list(o) for o in state.owners]
-                held = {h for h, _ in owners}
+                if state is None:  # most keys of a new original: nobody holds them yet
+                    adding = [c for c in wanted[key] if c.hash not in repeats]
+                    if adding:
+                        actions.append(Action("create", key, {OWNERS: [[c.hash, c.stamp] for c in adding]}, self.name))
+                        winning.append([c.hash for c in adding])
+                    continue
+                if len(state.owners) > MAX_POSTINGS:
+                    continue  # boilerplate: no lookup reads it any more
+                held = {h for h, _ in state.owners}
                 adding = [c for c in wanted[key] if c.hash not in repeats and c.hash not in held]
-                if not adding or len(owners) > MAX_POSTINGS:
-                    continue  # nothing to add, or boilerplate: no lookup reads it any more
-                body = {OWNERS: owners + [[c.hash, c.stamp] for c in adding]}
-                actions.append(Action("create", key, body, self.name) if state is None
-                                else Action("index", key, body, self.name, seq=state.seq))
+                if adding:
+                    owners = [list(o) for o in state.owners] + [[c.hash, c.stamp] for c in adding]
+                    actions.append(Action("index", key, {OWNERS: owners}, self.name, seq=state.seq))
+                    mine = {c.hash for c in wanted[key]}
+                    winning.append([h for h, _ in owners if h in mine])
             if not actions:
                 pending = []
                 break
             result = yield from self.writer.write(actions)
             lost = {a.id for a in result.conflicts}
-            failed = {a.id for a, _ in result.failed}
-            if failed:
+            unclaimed = lost | {a.id for a, _ in result.failed}
+            if result.failed:
                 logger.warning("zhdedup: %d key(s) of %s could not be claimed (%s); `zhdedup es reconcile` "
-                               "claims them", len(failed), self.name, result.failed[0][1])
-            for action in actions:
-                if action.id not in lost | failed:
-                    for digest, _ in action.body[OWNERS] if action.body else ():
-                        if any(c.hash == digest for c in wanted[action.id]):
-                            won[digest].append(action.id)
+                               "claims them", len(result.failed), self.name, result.failed[0][1])
+            for action, digests in zip(actions, winning):
+                if action.id not in unclaimed:
+                    for digest in digests:
+                        won[digest].append(action.id)
             self.stats.inc("claim_conflicts", len(lost))
             pending = sorted(lost)
         if pending:
@@ -265,11 +281,11 @@ class Registry:
         yield from self.withdraw({digest: won[digest] for digest in repeats if won[digest]})
         return Claimed(repeats, {h: (owner, match) for h, (owner, match, by) in marked.items() if by not in repeats})
 
-    def _judge(self, claimants: list[Claimant], states: dict[str, KeyState | None], verified: dict[str, set[str]],
-               repeats: dict[str, Match]) -> Steps:
+    def _judge(self, claimants: list[Claimant], states: dict[str, KeyState | None], ids_of: dict[str, list[str]],
+               verified: dict[str, set[str]], repeats: dict[str, Match]) -> Steps:
         earlier = {}
         for c in claimants:
-            named = {h: s for h, s in self.candidates(c.features, states).items()
+            named = {h: s for h, s in self.candidates(c.features, states, ids_of[c.hash]).items()
                      if s < c.stamp and h != c.hash and h not in verified[c.hash]}
             verified[c.hash].update(named)
             if named:
@@ -284,13 +300,13 @@ class Registry:
                     repeats[c.hash] = match
         return None
 
-    def _later(self, claimants: list[Claimant], states: dict[str, KeyState | None], verified: dict[str, set[str]],
-               marked: dict[str, tuple[Stored, Match, str]]) -> Steps:
+    def _later(self, claimants: list[Claimant], states: dict[str, KeyState | None], ids_of: dict[str, list[str]],
+               verified: dict[str, set[str]], marked: dict[str, tuple[Stored, Match, str]]) -> Steps:
         """The owners with a larger stamp than a claimant that repeat it (see :meth:`claim`)."""
         ours = {c.hash for c in claimants}
         later: dict[str, list[Claimant]] = defaultdict(list)
         for c in claimants:
-            for h, s in self.candidates(c.features, states).items():
+            for h, s in self.candidates(c.features, states, ids_of[c.hash]).items():
                 if s > c.stamp and h not in ours and h not in marked and h not in verified[c.hash]:
                     verified[c.hash].add(h)
                     later[h].append(c)

@@ -80,8 +80,14 @@ def cut(text: str) -> tuple[str, ...]:
 def load_dictionaries() -> None:
     """Load rjieba's dictionary and jieba's IDF table now (~0.3 s, ~90 MiB) rather than at the first text:
     a pool loads them once before its workers fork, so they share them and start ready (workers.py)."""
-    cut("预热")
+    load_segmenter()
     _idf()
+
+
+def load_segmenter() -> None:
+    """Load rjieba's dictionary now, without the IDF table: all that segmenting for search needs
+    (es_plugin/index/chinese.py); the table, millions of objects, is only for word fingerprints."""
+    cut("预热")
 
 
 class Featurizer:
