@@ -43,7 +43,6 @@ from .config import DedupConfig
 from .errors import ConfigError, ZhDedupError
 from .model import Featurize, Prepared
 from .similarity.fingerprinter import Fingerprinter
-from .similarity.words import load_dictionaries
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -130,8 +129,7 @@ def _prepared(step: Step[In, Out], fingerprinter: Fingerprinter, chunk: list[In]
 def _init(config: DedupConfig) -> None:
     global _fingerprinter
     _fingerprinter = Fingerprinter(config)
-    if _fingerprinter.segments:
-        load_dictionaries()  # a spawned worker's; a forked one has its parent's
+    _load_dictionaries(_fingerprinter)  # a spawned worker's; a forked one has its parent's
     gc.freeze()  # a spawned worker's modules, as the parent's before a fork (PreparePool._processes)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent stops the pool
     import multiprocessing
@@ -139,6 +137,14 @@ def _init(config: DedupConfig) -> None:
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
+
+
+def _load_dictionaries(fingerprinter: Fingerprinter) -> None:
+    """jieba's dictionary and IDF table, if the fingerprints need words (words.py is imported only then)."""
+    if fingerprinter.segments:
+        from .similarity.words import load_dictionaries
+
+        load_dictionaries()
 
 
 def _exit_with(parent_sentinel: int) -> None:
@@ -192,8 +198,7 @@ class PreparePool(Generic[In, Out]):
     def __enter__(self) -> PreparePool[In, Out]:
         if self.workers == 1:
             self._local = Fingerprinter(self.config)
-            if self._local.segments:
-                load_dictionaries()
+            _load_dictionaries(self._local)
         else:
             self._executor = self._processes()
         return self
@@ -204,8 +209,7 @@ class PreparePool(Generic[In, Out]):
 
         method = self._start_method()
         if method == "fork":
-            if Fingerprinter(self.config).segments:
-                load_dictionaries()  # once, shared by the children (copy-on-write), instead of once in each
+            _load_dictionaries(Fingerprinter(self.config))  # once, shared by the children (copy-on-write), not in each
             # What exists now (the imported modules) lives as long as the run: frozen, the garbage collector
             # never scans it again, here or in the children, whose collections would otherwise write to (and
             # so copy) every page of it.  Full collections of `es ingest` fell from 0.28 to 0.06 s.

@@ -10,8 +10,9 @@ and decide nothing the sketch does not).  Words are segmented only when a settin
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from ..config import DedupConfig
+from ..config import DedupConfig, WordMode
 from ..model import Features, Prepared, Sketch
 from ..text.clean import TextCleaner, content_hash
 from ..text.furniture import without_furniture
@@ -19,7 +20,9 @@ from ..text.validate import check_id, check_unicode
 from .passages import passage_keys
 from .simhash import SimHasher, of_shingle_hashes, of_shingle_hashes_many
 from .sketch import band_keys_many, features_of, shingle_hashes, shingle_hashes_many, sketch_of_hashes, sketches_of_hashes
-from .words import Featurizer
+
+if TYPE_CHECKING:
+    from .words import Featurizer
 
 
 class Fingerprinter:
@@ -30,8 +33,7 @@ class Fingerprinter:
         self.cleaner = TextCleaner(extractor=config.extractor,
                                    traditional_to_simplified=config.traditional_to_simplified)
         self.max_chars = config.max_chars
-        self.featurizer = None if config.features == "sketch" else Featurizer(
-            config.features, short_text_chars=config.short_text_chars, shingle_size=config.shingle_size)
+        self.featurizer = None if config.features == "sketch" else _featurizer(config.features, config)
         self.hasher = SimHasher()
         self.use_passages = config.passages
         self.passage_chars = config.passage_chars
@@ -116,3 +118,11 @@ class Fingerprinter:
         made = dict(zip(texts, self.features_many(texts))).__getitem__
         for document in missing:
             document.featured(made)
+
+
+def _featurizer(mode: WordMode, config: DedupConfig) -> Featurizer:
+    """Words and shingles for a SimHash of word features; words.py (its CJK classes, ~4 ms to compile) is
+    imported only then."""
+    from .words import Featurizer
+
+    return Featurizer(mode, short_text_chars=config.short_text_chars, shingle_size=config.shingle_size)
