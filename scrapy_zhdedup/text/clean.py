@@ -226,22 +226,13 @@ def _cjk() -> re.Pattern[str]:
     return re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
-@cache
-def _boilerplate() -> re.Pattern[str]:
-    """class/id words that mark boilerplate blocks on Chinese news sites."""
-    return re.compile(
-        r"(^|[\s_-])(nav|navbar|menu|top|topbar|header|footer|foot|sidebar|side|aside|breadcrumbs?|crumbs?|"
-        r"position|location|byline|info|meta|source|"
-        r"copyright|share|social|comments?|related|recommend|hot|rank|ad|ads|advert|banner|"
-        r"toolbar|login|search|tags?|pager|pagination|friendlink|links)([\s_-]|$)",
-        re.I,
-    )
+# class/id words that mark boilerplate blocks: the site's furniture, and blocks that may hold the article
+_BOILERPLATE_WORDS = f"{junk.FURNITURE_WORDS}|byline|info|meta|source"
 
 
 def _marked(el: etree._Element) -> bool:
     """A block whose class or id looks like boilerplate."""
-    marks = f"{el.get('class', '')} {el.get('id', '')}"
-    return bool(marks.strip()) and _boilerplate().search(marks) is not None and el.tag not in ("body", "html")
+    return junk.marked(el, _BOILERPLATE_WORDS)
 
 
 def _parse(html: str) -> etree._Element | None:

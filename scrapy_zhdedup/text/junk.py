@@ -47,18 +47,24 @@ def refuse_binary(text: str) -> None:
 def is_chrome(element: etree._Element) -> bool:
     """An element marked as the site's furniture (by its class or id) that holds no paragraph: a page-wide
     ``<div id="top">`` around the article is not furniture, a footer of short lines is."""
-    marks = f"{element.get('class', '')} {element.get('id', '')}"
-    if not marks.strip() or _furniture().search(marks) is None or element.tag in ("body", "html"):
+    if not marked(element, FURNITURE_WORDS):
         return False
     return all(len("".join(text.split())) < PARAGRAPH_CHARS for text in element.itertext())
 
 
+# class/id words that mark the site's furniture on Chinese news sites (text/clean.py adds a few for boilerplate)
+FURNITURE_WORDS = ("nav|navbar|menu|top|topbar|header|footer|foot|sidebar|side|aside|breadcrumbs?|crumbs?|"
+                   "position|location|copyright|share|social|comments?|related|recommend|hot|rank|ad|ads|advert|"
+                   "banner|toolbar|login|search|tags?|pager|pagination|friendlink|links")
+
+
+def marked(element: etree._Element, words: str) -> bool:
+    """An element (not ``body`` or ``html``) whose class or id holds one of ``words`` (:func:`class_words`)."""
+    marks = f"{element.get('class', '')} {element.get('id', '')}"
+    return bool(marks.strip()) and class_words(words).search(marks) is not None and element.tag not in ("body", "html")
+
+
 @cache  # compiled for the first page that needs it (a few of them), not in every start-up
-def _furniture() -> re.Pattern[str]:
-    """class/id words that mark the site's furniture."""
-    return re.compile(
-        r"(^|[\s_-])(nav|navbar|menu|top|topbar|header|footer|foot|sidebar|side|aside|breadcrumbs?|crumbs?|"
-        r"position|location|copyright|share|social|comments?|related|recommend|hot|rank|ad|ads|advert|banner|"
-        r"toolbar|login|search|tags?|pager|pagination|friendlink|links)([\s_-]|$)",
-        re.I,
-    )
+def class_words(words: str) -> re.Pattern[str]:
+    """A class or id naming one of ``words`` (regex alternatives), as a whole word of it."""
+    return re.compile(rf"(^|[\s_-])({words})([\s_-]|$)", re.I)

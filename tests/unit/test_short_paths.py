@@ -24,6 +24,7 @@ from scrapy_zhdedup.similarity import sketch
 from scrapy_zhdedup.similarity.simhash import SimHasher
 from scrapy_zhdedup.similarity.words import _KEEP_CHARS, MAX_WEIGHT, Featurizer
 from scrapy_zhdedup.text import clean as text_module
+from scrapy_zhdedup.text import junk
 from tests.support import zhtexts
 
 EDGE = ["", "a", "好", "。", "𠀀", "ab", "你好", "a𠀀", "，。", "abc", "国务院", "𠀀𠀁𠀂", "，。！？", "abcd",
@@ -380,7 +381,8 @@ def _old_main_text(page: str) -> str:
             if not isinstance(el.tag, str) or el.getparent() is None:
                 continue
             marks = f"{el.get('class', '')} {el.get('id', '')}"
-            if marks.strip() and text_module._boilerplate().search(marks) and el.tag not in ("body", "html"):
+            boilerplate = junk.class_words(text_module._BOILERPLATE_WORDS)
+            if marks.strip() and boilerplate.search(marks) and el.tag not in ("body", "html"):
                 el.drop_tree()
         lines = []
         for el in root.iter():
