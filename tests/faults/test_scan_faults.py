@@ -250,13 +250,19 @@ def test_output_appears_only_when_the_run_ends(tmp_path: Path) -> None:
     corpus = write_jsonl(tmp_path / "c.jsonl", CORPUS)
     out = tmp_path / "out.jsonl"
     out.write_text("previous result\n", encoding="utf-8")
-    proc = subprocess.Popen([str(ZHDEDUP), "scan", str(corpus), "-o", str(out), "--store", str(tmp_path / "s"),
-                             "--workers", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The input comes through a pipe whose last line is held back, so the run is still going when it is killed:
+    # read from the file, a scan this fast could end (and rename its output into place) before the kill.
+    proc = subprocess.Popen([str(ZHDEDUP), "scan", "-", "-o", str(out), "--store", str(tmp_path / "s"), "--workers", "1"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None
+    proc.stdin.write(b"".join(corpus.read_bytes().splitlines(keepends=True)[:-1]))
+    proc.stdin.flush()
     log = tmp_path / "s" / "log.bin"
     wait_until(lambda: log.exists() and log.stat().st_size > 2000, "few documents judged", proc=proc)  # then killed
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
+    proc.stdin.close()
+    assert proc.returncode == -signal.SIGKILL  # killed mid-run, not after it ended
     assert out.read_text(encoding="utf-8") == "previous result\n"  # never a truncated file
     assert _scan(corpus, "-o", out).returncode == 0
     assert len(_lines(out.read_text(encoding="utf-8"))) == len(CORPUS)
