@@ -157,11 +157,20 @@ class TextCleaner:
             if not normal:
                 narrow = _WIDE.sub(_narrowed, narrow)
                 normal = unicodedata.is_normalized("NFKC", narrow)
-            text = narrow if normal else unicodedata.normalize("NFKC", text)
+            text = narrow if normal else _nfkc_by_line(narrow)
         text = _without_invisible(text)
         if self.traditional_to_simplified and self._t2s_changes(text) and _cjk().search(text):
             text = self._opencc.convert(text)
         return _collapse_spaces(text)
+
+
+def _nfkc_by_line(text: str) -> str:
+    """NFKC of ``text``, normalising only the lines it changes (a line holding ℃ or ①, say: 3 % of news texts,
+    which cost ~130 µs normalised whole).  A line break composes with nothing on either side and nothing
+    normalises to one, so each line's normal form is its own; and ``text`` here has the wide forms replaced by
+    their NFKC forms already, which leaves NFKC's result as it was (their decompositions are the same)."""
+    return "\n".join(line if unicodedata.is_normalized("NFKC", line) else unicodedata.normalize("NFKC", line)
+                     for line in text.split("\n"))
 
 
 def _collapse_spaces(text: str) -> str:

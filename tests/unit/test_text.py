@@ -332,6 +332,20 @@ def test_width_forms_are_normalised_exactly_as_nfkc() -> None:
         assert cleaner.normalise(text) == expected, repr(text)
 
 
+def test_lines_nfkc_changes_are_normalised_alone_as_in_the_whole_text() -> None:
+    """A text whose width forms are not all NFKC's shortcut ones is normalised a line at a time: the same as
+    NFKC of the whole text, with marks that compose (accents, kana voicing, Hangul jamo) on either side of
+    the line breaks."""
+    cleaner = TextCleaner(traditional_to_simplified=False)
+    pieces = ["\n", "\n", "，", "Ａ", "\u3000", "…", "\u0301", "\u3099", "ｶ", "ﾞ", "①", "℃", "㎡", "ﬁ", "e", "中",
+              "か", " ", "\u1100", "\u1161", "\u11a8", "\u00a8"]
+    rng = random.Random(11)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 16)))
+        expected = clean_module._collapse_spaces(unicodedata.normalize("NFKC", text))
+        assert cleaner.normalise(text) == expected, repr(text)
+
+
 def test_a_source_note_ending_the_last_line_is_cut_whatever_follows_it_as_space() -> None:
     """The tail rule is tried only on a line ending like a source note (furniture.py): with trailing spaces
     of any kind it still cuts, and a title inside the line, not at its end, stays."""
