@@ -263,15 +263,6 @@ def _parser() -> etree.HTMLParser:
     return etree.HTMLParser(encoding="utf-8", collect_ids=False, remove_comments=True)
 
 
-@cache
-def _with_marks() -> etree.XPath:
-    """The elements that have a class or an id, in document order: the only ones a ``drop`` rule can name
-    (:func:`_marked`, :func:`junk.is_chrome`), found in C instead of asking about every element."""
-    from lxml import etree
-
-    return etree.XPath("descendant-or-self::*[@class or @id]")
-
-
 def _drop_tree(el: etree._Element) -> None:
     """Remove ``el`` and its descendants, keeping its tail text in place (lxml.html's drop_tree)."""
     parent = el.getparent()
@@ -301,9 +292,11 @@ def _lxml_blocks(html: str, drop: Callable[[etree._Element], bool] | None) -> st
     if root is None:
         return ""
     etree.strip_elements(root, *_DROP_TAGS, with_tail=False)
-    for el in [el for el in _with_marks()(root) if drop(el)] if drop else ():
-        if el.getparent() is not None:  # not dropped already with an ancestor
-            _drop_tree(el)
+    if drop is not None:  # the elements with a class or an id: two lookups each cost less than an XPath's test
+        for el in [el for el in root.iter(etree.Element)
+                   if (el.get("class") is not None or el.get("id") is not None) and drop(el)]:
+            if el.getparent() is not None:  # not dropped already with an ancestor
+                _drop_tree(el)
     lines: list[str] = []
     for block in root.iter(*_TEXT_BLOCKS):
         if not len(block):  # most paragraphs: nothing inside but their text, and so no link
@@ -320,10 +313,12 @@ def _lxml_blocks(html: str, drop: Callable[[etree._Element], bool] | None) -> st
 def _carries_text(el: etree._Element) -> bool:
     """A block that carries text directly: its own text, a child's tail, or an inline child's text."""
     text = el.text  # each read of .text or .tail decodes it again
-    if text and text.strip():
+    if text and not text.isspace():  # what strip() leaves something of, without the copy
         return True
-    if any((tail := child.tail) and tail.strip() for child in el):
-        return True
+    for child in el:  # a loop, not any() of a generator: a wrapper block has dozens of children
+        tail = child.tail
+        if tail and not tail.isspace():
+            return True
     return any(isinstance(child.tag, str) and child.tag not in _BLOCKS and _text_content(child).strip() for child in el)
 
 

@@ -17,7 +17,7 @@ Two tests, each where its evidence is (text/clean.py calls them):
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from ..errors import JunkError
@@ -60,8 +60,12 @@ FURNITURE_WORDS = ("nav|navbar|menu|top|topbar|header|footer|foot|sidebar|side|a
 
 def marked(element: etree._Element, words: str) -> bool:
     """An element (not ``body`` or ``html``) whose class or id holds one of ``words`` (:func:`class_words`)."""
-    marks = f"{element.get('class', '')} {element.get('id', '')}"
-    return bool(marks.strip()) and class_words(words).search(marks) is not None and element.tag not in ("body", "html")
+    return element.tag not in ("body", "html") and _names(words, f"{element.get('class', '')} {element.get('id', '')}")
+
+
+@lru_cache(maxsize=4096)  # a site's pages repeat their template's few classes: asked once, not on every page
+def _names(words: str, marks: str) -> bool:
+    return bool(marks.strip()) and class_words(words).search(marks) is not None
 
 
 @cache  # compiled for the first page that needs it (a few of them), not in every start-up

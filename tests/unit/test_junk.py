@@ -70,3 +70,18 @@ def test_scan_skips_junk_like_an_empty_page_naming_why(tmp_path: Path, capsys: p
     assert f"skipped {source}:2: not a document (binary data, not text: " in caplog.text
     assert f"skipped {source}:3: not a document ({FURNITURE})" in caplog.text
     assert "zhdedup scan: 1 judged (1 unique, 0 exact, 0 near), 2 bad lines skipped" in err
+
+
+def test_a_class_is_judged_once_per_template_yet_body_and_html_are_never_marked() -> None:
+    """marked() keeps its answers by class and id text (a site's pages share a template); the tag rule is
+    still asked of every element, so the same class on ``body`` is not boilerplate where a div's is."""
+    from lxml import etree
+
+    from scrapy_zhdedup.text import junk
+
+    root = etree.fromstring('<html class="nav"><body class="nav"><div class="nav">x</div><div class="Side-Bar">y</div>'
+                            '<div id="main">z</div></body></html>', etree.HTMLParser())
+    html, body, nav, side, main = root.iter(etree.Element)
+    for _ in range(2):  # the second time from what was kept
+        assert [junk.marked(el, junk.FURNITURE_WORDS) for el in (html, body, nav, side, main)] == \
+            [False, False, True, True, False]

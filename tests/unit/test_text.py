@@ -355,3 +355,13 @@ def test_a_source_note_ending_the_last_line_is_cut_whatever_follows_it_as_space(
         assert without_furniture(f"{body}（来源：新华社）{space}") == body
     kept = f"{body}据《人民日报》报道，工程已经完工。"
     assert without_furniture(kept) == kept
+
+
+def test_a_block_of_only_child_blocks_and_spaces_of_any_kind_is_no_line_of_its_own(cleaner: TextCleaner) -> None:
+    """Tails of no-break and ideographic spaces between a wrapper's paragraphs carry no text; a tail of words
+    does, and makes the wrapper a line of its own (before its paragraphs, in document order)."""
+    texts = [f"第{i}段正文，内容比较长一些。" * 3 for i in range(3)]
+    page = "<html><body><div>" + "".join(f"<p>{text}</p>\u3000\u00a0\n" for text in texts) + "</div></body></html>"
+    assert cleaner.extract(page).split("\n") == texts
+    with_words = page.replace("</p>\u3000", "</p>尾巴文字", 1)
+    assert cleaner.extract(with_words).split("\n") == ["尾巴文字", *texts]
