@@ -50,6 +50,12 @@ class Fingerprinter:
         for what, value in (("the text", text), ("the page", html)):
             if isinstance(value, str):  # before cleaning: OpenCC and the hash encode it as UTF-8
                 check_unicode(what, value)
+        return self.prepare_checked(doc_id, text=text, html=html, encoding=encoding)
+
+    def prepare_checked(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
+                        encoding: str | None = None) -> Prepared:
+        """:meth:`prepare` of a document whose id and text were checked where they were read
+        (``files.inputs.parse_line``): checking encodes the whole page or text as UTF-8 once more."""
         cleaned = self.cleaner.cleaned(text=text, html=html, encoding=encoding)
         return Prepared(doc_id, cleaned.normal, content_hash(cleaned.normal), cleaned.written)
 

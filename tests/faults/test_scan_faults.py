@@ -187,6 +187,7 @@ def test_a_bad_record_in_the_middle_is_a_bad_line_and_the_rest_is_kept(tmp_path:
     docs.insert(7, json.dumps({"id": "nul\x00id", "text": ARTICLES[50].text}))
     docs.insert(12, '{"id": "\\ud800", "text": "孤立的代理项不能写成UTF-8。"}')
     docs.insert(15, '{"id": "surrogate-text", "text": "\\udfff 正文"}')
+    docs.insert(17, '{"id": "surrogate-page", "html": "<p>\\ud800 正文</p>"}')  # checked once, where it is read
     corpus = write_jsonl(tmp_path / "corpus.jsonl", docs)
     run = _scan(corpus, "--store", tmp_path / "store")
     assert run.returncode == 0, run.stderr
@@ -194,6 +195,7 @@ def test_a_bad_record_in_the_middle_is_a_bad_line_and_the_rest_is_kept(tmp_path:
     assert f"{corpus}:8: the id contains a NUL character" in err
     assert f"{corpus}:13: the id contains a lone surrogate" in err
     assert f"{corpus}:16: \"text\" contains a lone surrogate" in err
+    assert f"{corpus}:18: \"html\" contains a lone surrogate" in err
     assert _lines(run.stdout) == _lines(_scan(write_jsonl(tmp_path / "good.jsonl", CORPUS[:20])).stdout)
     again = _scan(corpus, "--store", tmp_path / "store")  # the store of the run was kept
     assert b"20 judged before" in again.stderr
