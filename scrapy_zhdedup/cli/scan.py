@@ -75,9 +75,9 @@ def _scan_step(fingerprinter: Fingerprinter, job: Line | Job | BadRecordError) -
     place); a bad page passes through as its own error, keeping its place."""
     if isinstance(job, BadRecordError):
         raise job
-    if isinstance(job, Line):  # parse_line checked the id and the text: not checked twice
+    if isinstance(job, Line):  # parse_line checked the id and the text: not checked twice; no text is stored
         record = parse_line(job.raw, job.path, job.line)
-        return fingerprinter.prepare_checked(record.doc_id, text=record.text, html=record.html)
+        return fingerprinter.prepare_checked(record.doc_id, text=record.text, html=record.html, written=False)
     return prepare_job(fingerprinter, job)
 
 

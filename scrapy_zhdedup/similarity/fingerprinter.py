@@ -53,9 +53,13 @@ class Fingerprinter:
         return self.prepare_checked(doc_id, text=text, html=html, encoding=encoding)
 
     def prepare_checked(self, doc_id: str, *, text: str | None = None, html: str | bytes | None = None,
-                        encoding: str | None = None) -> Prepared:
+                        encoding: str | None = None, written: bool = True) -> Prepared:
         """:meth:`prepare` of a document whose id and text were checked where they were read
-        (``files.inputs.parse_line``): checking encodes the whole page or text as UTF-8 once more."""
+        (``files.inputs.parse_line``): checking encodes the whole page or text as UTF-8 once more.
+        ``written=False``: the text as written is not made (left empty) for a caller that stores no text."""
+        if not written:
+            clean = self.cleaner.clean(text=text, html=html, encoding=encoding)
+            return Prepared(doc_id, clean, content_hash(clean), "")
         cleaned = self.cleaner.cleaned(text=text, html=html, encoding=encoding)
         return Prepared(doc_id, cleaned.normal, content_hash(cleaned.normal), cleaned.written)
 

@@ -112,27 +112,35 @@ class TextCleaner:
 
     def clean(self, *, text: str | None = None, html: str | bytes | None = None,
               encoding: str | None = None) -> str:
-        """Normalised main text; raises :class:`EmptyTextError` if nothing judgeable is left."""
-        return self.cleaned(text=text, html=html, encoding=encoding).normal
+        """Normalised main text; raises :class:`EmptyTextError` if nothing judgeable is left.  Without the
+        written form, which only what stores the text needs (~9 µs a news text: ``zhdedup scan`` does not)."""
+        return self._judgeable(self.normalise(self._main_text(text, html, encoding)))
 
     def cleaned(self, *, text: str | None = None, html: str | bytes | None = None,
                 encoding: str | None = None) -> Cleaned:
         """Main text as written and normalised; raises :class:`EmptyTextError` if nothing judgeable is left.
         The normalised form is made from the extracted text, not from the written one, so it is exactly
         what was hashed before the written form was kept (~0.015 ms more per news text)."""
+        raw = self._main_text(text, html, encoding)
+        out = self._judgeable(self.normalise(raw))
+        return Cleaned(_collapse_spaces(_without_invisible(raw)), out)
+
+    def _main_text(self, text: str | None, html: str | bytes | None, encoding: str | None) -> str:
         if text is None and html is None:
             raise EmptyTextError("neither text nor html given")
         if html is not None:
             if isinstance(html, bytes):
                 html = decode_html(html, encoding)
-            raw = self.extract(html)
-        else:
-            raw = text if isinstance(text, str) else str(text)
-        out = self.normalise(raw)
-        if not (_WORD.search(out) or _wordlike().search(out)):
+            return self.extract(html)
+        return text if isinstance(text, str) else str(text)
+
+    @staticmethod
+    def _judgeable(normal: str) -> str:
+        """``normal``, unless nothing judgeable is left (EmptyTextError) or it is binary data (JunkError)."""
+        if not (_WORD.search(normal) or _wordlike().search(normal)):
             raise EmptyTextError("no words or Chinese characters left after cleaning")
-        junk.refuse_binary(out)
-        return Cleaned(_collapse_spaces(_without_invisible(raw)), out)
+        junk.refuse_binary(normal)
+        return normal
 
     def extract(self, html: str) -> str:
         """Main text of a page. Broken HTML is repaired by the parser, never rejected."""

@@ -393,3 +393,15 @@ def test_a_lone_surrogate_in_the_text_or_page_is_an_invalid_document(deduper: De
         with pytest.raises(InvalidDocumentError, match="lone surrogate"):
             deduper.judge("x", **kwargs)
     assert deduper.store.judged == 0
+
+
+def test_a_document_prepared_without_its_written_form_hashes_and_judges_the_same(deduper: Deduper) -> None:
+    """``zhdedup scan`` stores no text, so it prepares without the text as written (left empty): the same
+    normalised text, content hash and verdicts as a document prepared with it."""
+    fingerprinter = deduper.fingerprinter
+    for page in (news_page(a.title, a.text) for a in zhtexts.articles(3)):
+        whole = fingerprinter.prepare("p", html=page)
+        bare = fingerprinter.prepare_checked("p", html=page, written=False)
+        assert (bare.clean, bare.digest, bare.written) == (whole.clean, whole.digest, "") and whole.written
+    with pytest.raises(EmptyTextError):
+        fingerprinter.prepare_checked("e", text="。，！", written=False)
