@@ -60,7 +60,13 @@ FURNITURE_WORDS = ("nav|navbar|menu|top|topbar|header|footer|foot|sidebar|side|a
 
 def marked(element: etree._Element, words: str) -> bool:
     """An element (not ``body`` or ``html``) whose class or id holds one of ``words`` (:func:`class_words`)."""
-    return element.tag not in ("body", "html") and _names(words, f"{element.get('class', '')} {element.get('id', '')}")
+    if element.tag in ("body", "html"):
+        return False
+    marks = f"{element.get('class', '')} {element.get('id', '')}"
+    return (_names if len(marks) <= CACHED_MARKS else _names.__wrapped__)(words, marks)
+
+
+CACHED_MARKS = 256  # a longer class/id text (rare, and of any size a page likes) is asked each time, never kept
 
 
 @lru_cache(maxsize=4096)  # a site's pages repeat their template's few classes: asked once, not on every page

@@ -85,3 +85,7 @@ def test_a_class_is_judged_once_per_template_yet_body_and_html_are_never_marked(
     for _ in range(2):  # the second time from what was kept
         assert [junk.marked(el, junk.FURNITURE_WORDS) for el in (html, body, nav, side, main)] == \
             [False, False, True, True, False]
+    long_class = etree.fromstring(f'<div class="{"x" * junk.CACHED_MARKS} nav">z</div>', etree.HTMLParser())[0][0]
+    kept = junk._names.cache_info().currsize
+    assert junk.marked(long_class, junk.FURNITURE_WORDS)  # a class of any length is asked, but not kept
+    assert junk._names.cache_info().currsize == kept
