@@ -70,7 +70,7 @@ def key_ids(keys: CandidateKeys, features: Features) -> list[str]:
 
 
 def distinct(ids: Iterable[list[str]]) -> list[str]:
-    """The keys of several documents (:meth:`Registry.key_ids`), once each, in order."""
+    """The keys of several documents (:meth:`Registry.keys_of`), once each, in order."""
     return list(dict.fromkeys(k for keys in ids for k in keys))
 
 
@@ -124,7 +124,7 @@ class Registry:
             lambda c: c.mget(index=self.name, ids=list(ids), realtime=True), self.stats, got_all)
         return states_of(response["docs"])
 
-    def key_ids(self, features: Sequence[Features]) -> list[list[str]]:
+    def keys_of(self, features: Sequence[Features]) -> list[list[str]]:
         """The registry ``_id`` of every key of each of these documents (:func:`key_ids`)."""
         return [key_ids(self.keys, f) for f in features]
 
@@ -225,14 +225,14 @@ class Registry:
         if not features:
             return []
         self.stats.inc("lookups")
-        ids = self.key_ids(features)
+        ids = self.keys_of(features)
         states = yield from self.read(distinct(ids))
         found = yield from self.near_in(features, ids, states)
         return found
 
     def near_in(self, features: Sequence[Features], ids: Sequence[list[str]],
                 states: dict[str, KeyState | None]) -> Steps:
-        """Steps: :meth:`near`'s answers once its keys (``ids``: :meth:`key_ids`) are read (``states``): the
+        """Steps: :meth:`near`'s answers once its keys (``ids``: :meth:`keys_of`) are read (``states``): the
         originals they name."""
         owners = [self.candidates(f, states, i) for f, i in zip(features, ids)]
         stored = yield from self.settled({h: s for named in owners for h, s in named.items()})
