@@ -20,6 +20,9 @@ it claimed; one with a larger stamp that repeats its document had claimed first 
 key, the one whose conditional write lands second has read the other's claim, so crossed claims are
 judged too.
 
+A lookup accepts an original of another writer only once that writer's claims up to its stamp are
+finished (progress.py, :meth:`Registry.settled`): its claim may still make it a repeat.
+
 A claim whose document does not exist (its writer was killed between the two writes, or the claim was
 withdrawn from a document since deleted) names nothing: the second multi-get does not find it, and only
 originals (``status: unique``) count.  ``es reconcile`` removes such claims (:func:`prune`).
