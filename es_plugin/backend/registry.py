@@ -161,21 +161,20 @@ class Registry:
 
     def settled(self, owners: dict[str, str]) -> Steps:
         """Steps: :meth:`originals` of ``owners`` (content hash: stamp), once no claim of theirs by another
-        writer is still running (progress.py): the writers' progress is read in the same ``mget`` and read
-        again, with the originals still pending, until it reaches their stamps or ``CLAIM_WAIT`` runs out."""
+        writer is still running (progress.py): the writers' progress is read in the same ``mget``, and read
+        again with the originals until it reaches their stamps or ``CLAIM_WAIT`` runs out.  All of them are
+        read again, not only those waited for: a claim waited for may also have marked another writer's
+        original its repeat (their claims crossed)."""
         found, done = yield from self._originals(list(owners), self._writers(owners.values()))
-        waiting = {h: owners[h] for h in found if self.waits.holds(owners[h], done)}
+        waiting = [h for h in found if self.waits.holds(owners[h], done)]
         for pause in polls():
             if not waiting:
                 return found
             self.stats.inc("claim_waits")
             yield Sleep(pause)
-            again, done = yield from self._originals(list(waiting), self._writers(waiting.values()))
-            for h in waiting:
-                found.pop(h, None)
-            found.update(again)
-            waiting = {h: s for h, s in waiting.items() if h in again and pending(s, done)}
-        stalled = self.waits.give_up(list(waiting.values()), done)
+            found, done = yield from self._originals(list(found), self._writers(owners[h] for h in found))
+            waiting = [h for h in waiting if h in found and pending(owners[h], done)]
+        stalled = self.waits.give_up([owners[h] for h in waiting], done)
         if stalled:
             logger.warning("zhdedup: writer(s) %s of %s have not finished a claim in time (stopped, or their registry "
                            "writes fail); their originals are taken as they are, and `zhdedup es reconcile` judges "

@@ -314,6 +314,35 @@ async def test_a_lookup_waits_for_another_writers_claim_that_makes_its_candidate
     assert stats["zhdedup/es/claim_waits"] == 1
 
 
+async def test_a_lookup_reads_again_every_candidate_after_waiting_for_a_crossed_claim(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, monkeypatch: pytest.MonkeyPatch) -> None:
+    """X's claim is finished, but W's, earlier-stamped by a third writer and crossed with X's, is still
+    running: Z's lookup waits for W's writer, whose claim meanwhile marks X its repeat.  Z, read again
+    whole after the wait, is no repeat of X (which it would be, read once)."""
+    registry, stats, features, stamps, sources = await _claimed_by_another_writer(es_url, index, tmp_path, es_client)
+    third = "abcdef02.0000043"
+    w_stamp = f"{stamps['w'].split('.')[0]}.{third}.{1:010d}"  # W's place: before X
+    drive(es_client, registry.withdraw({"w": key_ids(KEYS, features["w"])}))
+    drive(es_client, registry.claim([Claimant("w", "w", features["w"], w_stamp)], judge=False))
+    es_client.index(index=registry_name(index), id=progress_id(OTHER), document={DONE: stamps["x"]})  # X's done
+    read = registry._originals
+    reads = []
+
+    def marked_meanwhile(ids: list[str], writers: list[str]) -> Steps:
+        reads.append(sorted(writers))
+        found = yield from read(ids, writers)
+        if len(reads) == 1:
+            marked = {**sources["x"][FIELD], "status": "near", "dup_of": "w", "cluster": "w"}
+            es_client.index(index=index, id="x", document={"url": "x", FIELD: marked})
+            es_client.index(index=registry_name(index), id=progress_id(third), document={DONE: w_stamp})
+        return found
+
+    monkeypatch.setattr(registry, "_originals", marked_meanwhile)
+    assert drive(es_client, registry.near([features["z"]])) == [None]
+    assert reads[0] == sorted([OTHER, third]) and len(reads) == 2
+    assert stats["zhdedup/es/claim_waits"] == 1
+
+
 async def test_an_original_whose_claim_finished_is_accepted_without_waiting(
         es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch) -> None:
     """The same X once its writer's progress has reached its stamp: Z is its repeat at the first read."""
