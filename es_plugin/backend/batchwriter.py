@@ -33,7 +33,8 @@ from ..operations import adrive
 from .buffer import PendingBatch
 from .deadletter import DeadLetters
 from .lookups import EsLookups
-from .registry import claimant_of
+from .progress import CLAIMS
+from .registry import Claimant, claimant_of
 from .stats import EsStats
 from .writer import Action, BulkWriter
 from .writes import VerdictWrites
@@ -153,8 +154,18 @@ class BatchWriter:
         so does the stored copy of another writer's original found to repeat one of ours claimed with an
         earlier stamp (their claims crossed in flight; its verdict may have been returned already, as
         ``es reconcile`` would find it).  A registry that cannot be written leaves the keys unclaimed
-        (logged): the documents are stored, and ``es reconcile`` claims them."""
+        (logged): the documents are stored, and ``es reconcile`` claims them.  Then this writer's progress
+        says the claims are finished (progress.py): other writers' lookups wait for it."""
+        CLAIMS.begin()  # before the claimants take their stamps
         claimants = {c.hash: (c, a) for a in written if (c := claimant_of(a.id, a.body or {})) is not None}
+        try:
+            await self._claim_and_fix(batch, claimants)
+        finally:
+            done = CLAIMS.end([c.stamp for c, _ in claimants.values()])
+        if done is not None:
+            await adrive(self.client, self.lookups.registry.publish(done))
+
+    async def _claim_and_fix(self, batch: PendingBatch, claimants: dict[str, tuple[Claimant, Action]]) -> None:
         if not claimants:
             return
         try:

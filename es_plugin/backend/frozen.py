@@ -16,6 +16,7 @@ A server without points in time (the OSS builds of Elasticsearch 7.x) is searche
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,16 @@ from .retry import RetryPolicy
 from .stats import EsStats
 
 KEEP_ALIVE = "10m"  # between two searches of one view: a bulk's worth of documents judged
+
+Search = Callable[[dict[str, Any]], Steps]  # a search body -> Steps: the answer
+
+
+def plain_search(index: str, policy: RetryPolicy, stats: EsStats) -> Search:
+    """A search of what ``index`` holds now (a missing index answers nothing); it makes the index
+    search-active: for one-off searches."""
+    def search(body: dict[str, Any]) -> Steps:
+        return (yield from policy.call(lambda c: c.search(index=index, ignore_unavailable=True, **body), stats))
+    return search
 
 
 @dataclass
@@ -55,8 +66,7 @@ class FrozenView:
     def search(self, body: dict[str, Any]) -> Steps:
         """Steps: the answer of a search (``body``: query, aggs, size) of the view."""
         if not self.native:
-            return (yield from self.policy.call(
-                lambda c: c.search(index=self.index, ignore_unavailable=True, **body), self.stats))
+            return (yield from plain_search(self.index, self.policy, self.stats)(body))
         if self.pit is None:
             return {}
         try:

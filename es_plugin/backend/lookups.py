@@ -61,7 +61,7 @@ class EsLookups:
             near = yield from self.near(features)
             return exact, near
         self.stats.inc("lookups", 2)
-        ids = self.registry.key_ids(features)
+        ids = self.registry.keys_of(features)
         docs = [{"_index": self.index, "_id": d, "_source": {"includes": FIRST_COPY}} for d in digests] + [
             {"_index": self.registry.name, "_id": k} for k in distinct(ids)]
         response = yield from self.policy.call(lambda c: c.mget(docs=docs, realtime=True), self.stats, got_all)

@@ -20,6 +20,9 @@ it claimed; one with a larger stamp that repeats its document had claimed first 
 key, the one whose conditional write lands second has read the other's claim, so crossed claims are
 judged too.
 
+A lookup accepts an original of another writer only once that writer's claims up to its stamp are
+finished (progress.py, :meth:`Registry.settled`): its claim may still make it a repeat.
+
 A claim whose document does not exist (its writer was killed between the two writes, or the claim was
 withdrawn from a document since deleted) names nothing: the second multi-get does not find it, and only
 originals (``status: unique``) count.  ``es reconcile`` removes such claims (:func:`prune`).
@@ -28,9 +31,6 @@ originals (``status: unique``) count.  ``es reconcile`` removes such claims (:fu
 from __future__ import annotations
 
 import logging
-import os
-import time
-import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +38,8 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from elastic_transport import TransportError
+from elasticsearch import ApiError, ConflictError
 
 from scrapy_zhdedup.index.nearindex import MAX_POSTINGS, CandidateKeys
 from scrapy_zhdedup.model import Features, Match
@@ -47,7 +49,8 @@ from scrapy_zhdedup.similarity.rule import NearRule, closest
 from ..errors import LookupItemError
 from ..index.document import FIELD, HASH, STATUS, Stored, includes, passage_terms, sketch_terms
 from ..index.template import registry_name
-from ..operations import Call, Steps
+from ..operations import Call, Sleep, Steps
+from .progress import DONE, WRITER, Waits, new_stamp, pending, polls, progress_id, writer_of
 from .retry import RetryPolicy, got_all
 from .stats import EsStats
 from .writer import Action, BulkWriter
@@ -70,19 +73,8 @@ def key_ids(keys: CandidateKeys, features: Features) -> list[str]:
 
 
 def distinct(ids: Iterable[list[str]]) -> list[str]:
-    """The keys of several documents (:meth:`Registry.key_ids`), once each, in order."""
+    """The keys of several documents (:meth:`Registry.keys_of`), once each, in order."""
     return list(dict.fromkeys(k for keys in ids for k in keys))
-
-
-_WRITER = uuid.uuid4().hex[:8]
-_sequence = 0
-
-
-def new_stamp() -> str:
-    """A stamp later than any this process took before, ordered across writers by the clock first."""
-    global _sequence
-    _sequence += 1
-    return f"{time.time_ns() // 1_000_000:013d}.{_WRITER}.{os.getpid():07d}.{_sequence:010d}"
 
 
 @dataclass(frozen=True)
@@ -123,6 +115,7 @@ class Registry:
     def __post_init__(self) -> None:
         self.name = registry_name(self.index)
         self.writer = BulkWriter(self.name, self.policy)  # its writes are not the documents ``indexed`` counts
+        self.waits = Waits()
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -134,7 +127,7 @@ class Registry:
             lambda c: c.mget(index=self.name, ids=list(ids), realtime=True), self.stats, got_all)
         return states_of(response["docs"])
 
-    def key_ids(self, features: Sequence[Features]) -> list[list[str]]:
+    def keys_of(self, features: Sequence[Features]) -> list[list[str]]:
         """The registry ``_id`` of every key of each of these documents (:func:`key_ids`)."""
         return [key_ids(self.keys, f) for f in features]
 
@@ -163,20 +156,57 @@ class Registry:
     def originals(self, digests: Iterable[str]) -> Steps:
         """Steps: the stored originals among ``digests`` (one realtime ``mget`` of the documents' index);
         a document missing, or not an original any more, is left out."""
-        ids = list(dict.fromkeys(digests))
+        found, _ = yield from self._originals(list(dict.fromkeys(digests)), [])
+        return found
+
+    def settled(self, owners: dict[str, str]) -> Steps:
+        """Steps: :meth:`originals` of ``owners`` (content hash: stamp), once no claim of theirs by another
+        writer is still running (progress.py): the writers' progress is read in the same ``mget``, and read
+        again with the originals until it reaches their stamps or ``CLAIM_WAIT`` runs out.  All of them are
+        read again, not only those waited for: a claim waited for may also have marked another writer's
+        original its repeat (their claims crossed)."""
+        found, done = yield from self._originals(list(owners), self._writers(owners.values()))
+        waiting = [h for h in found if self.waits.holds(owners[h], done)]
+        for pause in polls():
+            if not waiting:
+                return found
+            self.stats.inc("claim_waits")
+            yield Sleep(pause)
+            found, done = yield from self._originals(list(found), self._writers(owners[h] for h in found))
+            waiting = [h for h in waiting if h in found and pending(owners[h], done)]
+        stalled = self.waits.give_up([owners[h] for h in waiting], done)
+        if stalled:
+            logger.warning("zhdedup: writer(s) %s of %s have not finished a claim in time (stopped, or their registry "
+                           "writes fail); their originals are taken as they are, and `zhdedup es reconcile` judges "
+                           "them again", ", ".join(stalled), self.name)
+        return found
+
+    @staticmethod
+    def _writers(stamps: Iterable[str]) -> list[str]:
+        return list(dict.fromkeys(w for s in stamps if (w := writer_of(s)) is not None and w != WRITER))
+
+    def _originals(self, ids: list[str], writers: list[str]) -> Steps:
+        """Steps: the stored originals among ``ids`` and the progress of ``writers`` (None: none published),
+        by one realtime ``mget``."""
         if not ids:
-            return {}
-        response = yield from self.policy.call(
-            lambda c: c.mget(index=self.index, ids=ids, source_includes=CANDIDATE_SOURCE, realtime=True), self.stats,
-            got_all)
+            return {}, {}
+        docs = [{"_index": self.index, "_id": h, "_source": {"includes": CANDIDATE_SOURCE}} for h in ids] + [
+            {"_index": self.name, "_id": progress_id(w)} for w in writers]
+        response = yield from self.policy.call(lambda c: c.mget(docs=docs, realtime=True), self.stats, got_all)
         found: dict[str, Stored] = {}
-        for doc in response["docs"]:
+        answered = response["docs"]
+        for doc in answered[: len(ids)]:
             if "error" in doc:
                 raise LookupItemError(doc["error"])
             stored = Stored.from_source(doc["_source"]) if doc.get("found") and FIELD in doc["_source"] else None
             if stored is not None and stored.status == "unique" and stored.sketch is not None and stored.fp is not None:
                 found[doc["_id"]] = stored
-        return found
+        done: dict[str, str | None] = {}
+        for writer, doc in zip(writers, answered[len(ids):]):
+            if "error" in doc:
+                raise LookupItemError(doc["error"])
+            done[writer] = str(doc["_source"][DONE]) if doc.get("found") else None
+        return found, done
 
     def verify(self, features: Features, owners: dict[str, str], stored: dict[str, Stored]) -> Match | None:
         """The owner the rule accepts and prefers (the most similar, then the earliest stamp)."""
@@ -197,20 +227,35 @@ class Registry:
         if not features:
             return []
         self.stats.inc("lookups")
-        ids = self.key_ids(features)
+        ids = self.keys_of(features)
         states = yield from self.read(distinct(ids))
         found = yield from self.near_in(features, ids, states)
         return found
 
     def near_in(self, features: Sequence[Features], ids: Sequence[list[str]],
                 states: dict[str, KeyState | None]) -> Steps:
-        """Steps: :meth:`near`'s answers once its keys (``ids``: :meth:`key_ids`) are read (``states``): the
+        """Steps: :meth:`near`'s answers once its keys (``ids``: :meth:`keys_of`) are read (``states``): the
         originals they name."""
         owners = [self.candidates(f, states, i) for f, i in zip(features, ids)]
-        stored = yield from self.originals(h for named in owners for h in named)
+        stored = yield from self.settled({h: s for named in owners for h, s in named.items()})
         return [self.verify(f, named, stored) for f, named in zip(features, owners)]
 
     # -- claiming --------------------------------------------------------------------------------------
+
+    def publish(self, done: str) -> Steps:
+        """Steps: this process's progress (progress.py): every claim it stamped up to ``done`` is finished,
+        its fixes written.  Versioned by the stamp's sequence, so a slower earlier publish cannot undo a
+        later one.  Not retried: failing, other writers wait ``CLAIM_WAIT`` once, then take our originals as
+        they are until the next publish lands."""
+        try:
+            yield lambda c: c.index(index=self.name, id=progress_id(WRITER), document={DONE: done},
+                                    version=int(done.rsplit(".", 1)[1]), version_type="external_gte")
+        except ConflictError:
+            pass  # a later publish landed first
+        except (TransportError, ApiError) as exc:
+            self.stats.inc("errors")
+            logger.warning("zhdedup: could not record in %s that this writer's claims are finished (%s)", self.name,
+                           exc)
 
     def claim(self, claimants: Sequence[Claimant], judge: bool = True) -> Steps:
         """Steps: add ``claimants`` (originals whose documents are written) to the owners of their keys;
@@ -292,7 +337,7 @@ class Registry:
                 earlier[c.hash] = named
         if not earlier:
             return None
-        stored = yield from self.originals(h for named in earlier.values() for h in named)
+        stored = yield from self.settled({h: s for named in earlier.values() for h, s in named.items()})
         for c in claimants:
             if c.hash in earlier:
                 match = self.verify(c.features, earlier[c.hash], stored)
@@ -312,7 +357,7 @@ class Registry:
                     later[h].append(c)
         if not later or self.rule is None:
             return None
-        stored = yield from self.originals(later)
+        stored = yield from self.originals(later)  # not settled: a later claim may be waiting for this one
         for h, owner in stored.items():
             named = later[h]
             accepted = self.rule.accept(owner.features(), np.stack([c.features.sketch.values for c in named]),

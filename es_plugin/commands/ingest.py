@@ -62,7 +62,7 @@ from scrapy_zhdedup.similarity.words import load_segmenter
 from scrapy_zhdedup.workers import PreparePool
 
 from ..backend.deadletter import DEFAULT_NAME
-from ..backend.frozen import FrozenView, frozen_view
+from ..backend.frozen import Search, frozen_view
 from ..backend.groupcommit import DEFAULT_CONCURRENCY
 from ..backend.retry import RetryPolicy
 from ..backend.stats import EsStats
@@ -382,7 +382,7 @@ async def skip_stored(items: Iterator[Prepping], client: AsyncElasticsearch, ind
     try:
         while head := await ahead:
             ahead = asyncio.ensure_future(asyncio.to_thread(take))
-            stored = await stored_ids(client, view, [prepping.item.doc_id for prepping in head])
+            stored = await stored_ids(client, view.search, [prepping.item.doc_id for prepping in head])
             for prepping in head:
                 if prepping.item.doc_id in stored:
                     counts["already_stored"] += 1
@@ -393,9 +393,10 @@ async def skip_stored(items: Iterator[Prepping], client: AsyncElasticsearch, ind
         await adrive(client, view.close())
 
 
-async def stored_ids(client: AsyncElasticsearch, view: FrozenView, ids: list[str]) -> set[str]:
-    """Which of ``ids`` the index held when the run began (one ``terms`` aggregation of those documents)."""
+async def stored_ids(client: AsyncElasticsearch, search: Search, ids: list[str]) -> set[str]:
+    """Which of ``ids`` the index holds (one ``terms`` aggregation of those documents) in what ``search``
+    reads: ``es ingest`` a view of the index when the run began."""
     unique = list(dict.fromkeys(ids))
-    resp = await adrive(client, view.search({"size": 0, "query": {"terms": {DOC_ID: unique}}, "aggs": {
+    resp = await adrive(client, search({"size": 0, "query": {"terms": {DOC_ID: unique}}, "aggs": {
         "stored": {"terms": {"field": DOC_ID, "size": max(1, len(unique))}}}}))
     return {b["key"] for b in resp.get("aggregations", {}).get("stored", {}).get("buckets", [])}

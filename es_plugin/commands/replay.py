@@ -42,7 +42,7 @@ from scrapy_zhdedup.workers import PreparePool
 
 from ..backend.deadletter import keep_only, read
 from ..backend.elasticsearch_backend import ElasticsearchBackend, prepare_for_index
-from ..backend.frozen import FrozenView
+from ..backend.frozen import plain_search
 from ..backend.retry import RetryPolicy
 from ..backend.stats import EsStats
 from ..client import make_async_client
@@ -194,8 +194,8 @@ async def _verdicts(client: AsyncElasticsearch, index: str, ids: list[str], poli
 async def _now_stored(client: AsyncElasticsearch, index: str, records: list[dict[str, Any]],
                       mine: list[int]) -> set[int]:
     try:
-        live = FrozenView(index, RetryPolicy(), native=False, stats=EsStats())  # what is stored now, searched plainly
-        held = await stored_ids(client, live, [str(records[i]["doc_id"]) for i in mine])
+        held = await stored_ids(client, plain_search(index, RetryPolicy(), EsStats()),
+                                [str(records[i]["doc_id"]) for i in mine])
     except Exception as exc:  # the node is why we stopped: keep every line for the next replay
         logger.warning("could not tell which replayed documents were stored (%s); the file keeps them all", exc)
         return set()

@@ -6,31 +6,35 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import random
+import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 from elasticsearch import Elasticsearch
 
 from corpora.corpus import build_accuracy_set
 from corpora.reposts import edit_chars
+from es_plugin.backend import progress
 from es_plugin.backend.groupcommit import Entry
+from es_plugin.backend.progress import DONE, progress_id
 from es_plugin.backend.registry import OWNERS, Claimant, Registry, fill, key_ids
 from es_plugin.backend.retry import RetryPolicy
 from es_plugin.backend.stats import EsStats
 from es_plugin.commands.dedup_index import dedup_index
 from es_plugin.commands.reconcile import reconcile
 from es_plugin.errors import EsIndexError
-from es_plugin.index.document import Stored
+from es_plugin.index.document import FIELD, Stored
 from es_plugin.index.template import install, registry_name
 from es_plugin.operations import Steps, drive
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.deduper import Deduper
 from scrapy_zhdedup.index.nearindex import CandidateKeys
-from scrapy_zhdedup.model import Verdict, verdict_for
+from scrapy_zhdedup.model import Features, Verdict, verdict_for
 from scrapy_zhdedup.similarity.fingerprinter import Fingerprinter
 from scrapy_zhdedup.similarity.rule import NearRule
 from tests.support.backend_texts import exact_repost, judge, near_repost
@@ -246,3 +250,140 @@ async def test_an_index_deduplicated_in_place_is_found_by_later_writers(
         assert (await judge(b, "later", near_repost(texts[3])))[:2] == ("near", "p0")
     finally:
         await b.close()
+
+
+OTHER = "abcdef01.0000042"  # another writer process, as its stamps name it
+
+
+def _other_stamp(seq: int) -> str:
+    return f"{time.time_ns() // 1_000_000:013d}.{OTHER}.{seq:010d}"
+
+
+async def _claimed_by_another_writer(es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch,
+                                     ) -> tuple[Registry, Stats, dict[str, Features], dict[str, str],
+                                                dict[str, dict[str, Any]]]:
+    """W and X stored as originals and claimed by another writer, W's claim finished (its progress says so),
+    X's still running (X, an article, repeats W, a cut and edited repost of it; Z, X with a paragraph
+    dropped, repeats X but not W).  Returns a registry of this process and its counters, the features,
+    the stamps and the stored sources."""
+    b = backend(es_url, index, tmp_path)
+    await b.open()
+    await b.close()
+    records = {r.id: r.text for r in build_accuracy_set(n_base=300)}
+    fingerprinter = Fingerprinter(DEDUP)
+    features = {name: fingerprinter.features(fingerprinter.clean(text=records[rid]))
+                for name, rid in (("w", "acc-000416"), ("x", "acc-000329"), ("z", "acc-000409"))}
+    stamps = {"w": _other_stamp(1), "x": _other_stamp(2)}
+    sources = {}
+    for name in ("w", "x"):
+        sources[name] = Stored.of(verdict_for(name, name, features[name].fingerprint, None), datetime.now(timezone.utc),
+                                  features=features[name]).to_source(KEYS.layout)
+        es_client.index(index=index, id=name, document={"url": name, **sources[name]})
+        drive(es_client, Registry(index, KEYS, RULE, RetryPolicy(0), EsStats()).claim(
+            [Claimant(name, name, features[name], stamps[name])], judge=False))
+    es_client.index(index=registry_name(index), id=progress_id(OTHER), document={DONE: stamps["w"]})
+    stats = Stats()
+    return Registry(index, KEYS, RULE, RetryPolicy(0), EsStats(stats)), stats, features, stamps, sources
+
+
+async def test_a_lookup_waits_for_another_writers_claim_that_makes_its_candidate_a_repeat(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Z's lookup names X, another writer's original whose claim is still running: it waits for that
+    writer's progress, and X's claim meanwhile makes X a repeat of W, so Z, which repeats X but not W,
+    is no repeat (as one writer judging in the claims' order: W, X, Z).  Before progress was kept, Z was
+    stored as the repeat of X: in drop mode a page one writer delivers."""
+    registry, stats, features, stamps, sources = await _claimed_by_another_writer(es_url, index, tmp_path, es_client)
+    x = Stored.from_source(sources["x"])
+    assert x is not None and registry.verify(features["z"], {"x": stamps["x"]}, {"x": x}) is not None  # Z repeats X
+    read = registry._originals
+    reads = []
+
+    def demoted_meanwhile(ids: list[str], writers: list[str]) -> Steps:
+        """X's claim finishes after the lookup's first read: X made W's repeat, then the progress published."""
+        reads.append(writers)
+        found = yield from read(ids, writers)
+        if len(reads) == 1:
+            demoted = {**sources["x"][FIELD], "status": "near", "dup_of": "w", "cluster": "w"}
+            es_client.index(index=index, id="x", document={"url": "x", FIELD: demoted})
+            es_client.index(index=registry_name(index), id=progress_id(OTHER), document={DONE: stamps["x"]})
+        return found
+
+    monkeypatch.setattr(registry, "_originals", demoted_meanwhile)
+    assert drive(es_client, registry.near([features["z"]])) == [None]
+    assert reads[0] == [OTHER] and len(reads) == 2
+    assert stats["zhdedup/es/claim_waits"] == 1
+
+
+async def test_a_lookup_reads_again_every_candidate_after_waiting_for_a_crossed_claim(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, monkeypatch: pytest.MonkeyPatch) -> None:
+    """X's claim is finished, but W's, earlier-stamped by a third writer and crossed with X's, is still
+    running: Z's lookup waits for W's writer, whose claim meanwhile marks X its repeat.  Z, read again
+    whole after the wait, is no repeat of X (which it would be, read once)."""
+    registry, stats, features, stamps, sources = await _claimed_by_another_writer(es_url, index, tmp_path, es_client)
+    third = "abcdef02.0000043"
+    w_stamp = f"{stamps['w'].split('.')[0]}.{third}.{1:010d}"  # W's place: before X
+    drive(es_client, registry.withdraw({"w": key_ids(KEYS, features["w"])}))
+    drive(es_client, registry.claim([Claimant("w", "w", features["w"], w_stamp)], judge=False))
+    es_client.index(index=registry_name(index), id=progress_id(OTHER), document={DONE: stamps["x"]})  # X's done
+    read = registry._originals
+    reads = []
+
+    def marked_meanwhile(ids: list[str], writers: list[str]) -> Steps:
+        reads.append(sorted(writers))
+        found = yield from read(ids, writers)
+        if len(reads) == 1:
+            marked = {**sources["x"][FIELD], "status": "near", "dup_of": "w", "cluster": "w"}
+            es_client.index(index=index, id="x", document={"url": "x", FIELD: marked})
+            es_client.index(index=registry_name(index), id=progress_id(third), document={DONE: w_stamp})
+        return found
+
+    monkeypatch.setattr(registry, "_originals", marked_meanwhile)
+    assert drive(es_client, registry.near([features["z"]])) == [None]
+    assert reads[0] == sorted([OTHER, third]) and len(reads) == 2
+    assert stats["zhdedup/es/claim_waits"] == 1
+
+
+async def test_an_original_whose_claim_finished_is_accepted_without_waiting(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch) -> None:
+    """The same X once its writer's progress has reached its stamp: Z is its repeat at the first read."""
+    registry, stats, features, stamps, _ = await _claimed_by_another_writer(es_url, index, tmp_path, es_client)
+    es_client.index(index=registry_name(index), id=progress_id(OTHER), document={DONE: stamps["x"]})
+    [found] = drive(es_client, registry.near([features["z"]]))
+    assert found is not None and found.doc_id == "x"
+    assert "zhdedup/es/claim_waits" not in stats
+
+
+async def test_a_writer_that_never_finishes_its_claim_is_waited_for_once(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """X's writer was killed mid-claim: its progress never reaches X's stamp.  The lookup waits
+    ``CLAIM_WAIT``, then takes X as it is stored (an original: Z its repeat, which ``es reconcile`` judges
+    again), says so once, and does not wait for that writer again until its progress moves."""
+    monkeypatch.setattr(progress, "CLAIM_WAIT", 0.05)
+    registry, stats, features, _, _ = await _claimed_by_another_writer(es_url, index, tmp_path, es_client)
+    with caplog.at_level(logging.WARNING, logger="es_plugin.backend.registry"):
+        [found] = drive(es_client, registry.near([features["z"]]))
+        assert found is not None and found.doc_id == "x"
+        waited = stats["zhdedup/es/claim_waits"]
+        assert waited >= 1
+        [again] = drive(es_client, registry.near([features["z"]]))
+    assert again is not None and again.doc_id == "x"
+    assert stats["zhdedup/es/claim_waits"] == waited
+    said = [r.getMessage() for r in caplog.records if r.name == "es_plugin.backend.registry"]
+    assert len(said) == 1 and OTHER in said[0]
+
+
+def test_a_writer_publishes_its_progress_only_when_none_of_its_claims_runs() -> None:
+    """Two claims of one process overlapping (two backends on two threads): the first to end publishes
+    nothing, since the other's stamps may be smaller than its own; the last publishes the largest."""
+    claims = progress.Claims()
+    claims.begin()
+    first = [progress.new_stamp() for _ in range(2)]
+    claims.begin()
+    second = [progress.new_stamp() for _ in range(2)]
+    assert claims.end(second) is None
+    assert claims.end(first) == second[-1]
+    claims.begin()
+    assert claims.end([]) is None  # nothing new to say
+    assert progress.writer_of(second[0]) == progress.WRITER
+    assert progress.writer_of("0000000000001.00000000.0000000.0000000000") is None  # registry.fill's stamps

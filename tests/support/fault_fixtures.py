@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 from elasticsearch import Elasticsearch
 
+from es_plugin.index.template import registry_name
 from tests.support.es_runs import Verdicts, corpus, ids_of, ingest_args, stored, zhdedup
 from tests.support.fault_node import FaultNode
 from tests.support.helpers import serving, write_jsonl
@@ -18,7 +19,8 @@ __all__ = ["fault_node", "reference", "site"]
 
 
 def drop_index(client: Elasticsearch, index: str) -> None:
-    client.options(ignore_status=404).indices.delete(index=index)
+    """``index``, its key registry and its template."""
+    client.indices.delete(index=[index, registry_name(index)], ignore_unavailable=True)
     client.options(ignore_status=404).indices.delete_index_template(name=f"zhdedup-{index}")
 
 
