@@ -116,6 +116,7 @@ class Registry:
         self.name = registry_name(self.index)
         self.writer = BulkWriter(self.name, self.policy)  # its writes are not the documents ``indexed`` counts
         self.waits = Waits()
+        self.unpublished = False  # the last publish failed
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -254,8 +255,12 @@ class Registry:
             pass  # a later publish landed first
         except (TransportError, ApiError) as exc:
             self.stats.inc("errors")
-            logger.warning("zhdedup: could not record in %s that this writer's claims are finished (%s)", self.name,
-                           exc)
+            if not self.unpublished:  # once a streak: a write block fails every batch's
+                logger.warning("zhdedup: could not record in %s that this writer's claims are finished (%s); other "
+                               "writers wait for them once, then take its originals as they are", self.name, exc)
+            self.unpublished = True
+        else:
+            self.unpublished = False
 
     def claim(self, claimants: Sequence[Claimant], judge: bool = True) -> Steps:
         """Steps: add ``claimants`` (originals whose documents are written) to the owners of their keys;

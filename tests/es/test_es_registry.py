@@ -387,3 +387,29 @@ def test_a_writer_publishes_its_progress_only_when_none_of_its_claims_runs() -> 
     assert claims.end([]) is None  # nothing new to say
     assert progress.writer_of(second[0]) == progress.WRITER
     assert progress.writer_of("0000000000001.00000000.0000000.0000000000") is None  # registry.fill's stamps
+
+
+async def test_progress_that_cannot_be_written_is_said_once_and_written_later(
+        es_url: str, index: str, tmp_path: Path, es_client: Elasticsearch, caplog: pytest.LogCaptureFixture) -> None:
+    """A write-blocked registry: publishing fails, said once for the streak (not every batch), counted; once
+    the block is lifted the next publish lands, versioned by the stamp's sequence (an older one is ignored)."""
+    b = backend(es_url, index, tmp_path)
+    await b.open()
+    await b.close()
+    stats = Stats()
+    registry = Registry(index, KEYS, RULE, RetryPolicy(0), EsStats(stats))
+    stamps = [progress.new_stamp() for _ in range(3)]
+    name = registry_name(index)
+    es_client.indices.put_settings(index=name, settings={"index.blocks.write": True})
+    try:
+        with caplog.at_level(logging.WARNING, logger="es_plugin.backend.registry"):
+            drive(es_client, registry.publish(stamps[0]))
+            drive(es_client, registry.publish(stamps[1]))
+    finally:
+        es_client.indices.put_settings(index=name, settings={"index.blocks.write": False})
+    assert stats["zhdedup/es/errors"] == 2
+    assert len([r for r in caplog.records if r.name == "es_plugin.backend.registry"]) == 1
+    drive(es_client, registry.publish(stamps[2]))
+    drive(es_client, registry.publish(stamps[1]))  # a slower, earlier one: ignored
+    assert es_client.get(index=name, id=progress_id(progress.WRITER))["_source"] == {DONE: stamps[2]}
+    assert not registry.unpublished
