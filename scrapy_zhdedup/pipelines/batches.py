@@ -1,0 +1,102 @@
+"""The embedded backend's judging thread, handed items a batch at a time (issue 40).
+
+Handing each item to the thread alone cost the crawl more than judging it: two wake-ups per item (the
+thread's queue, then the reactor's waker), each a trip of the GIL between the reactor and the judging
+thread; in the benchmark crawl (benchmarks/README.md) that, not judging, was most of the pipeline's cost.
+:class:`JudgingThread` sends the items that arrive in one reactor turn, and all that arrived while the
+thread was busy, in one call, and gets their results back in one: one batch at a time, in arrival order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
+
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.failure import Failure
+from twisted.python.threadpool import ThreadPool
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+T = TypeVar("T")
+JudgeMany = Callable[[list[In]], list["Out | Exception"]]  # run on the thread: a result (or error) per item
+
+
+class _Timer(Protocol):
+    def active(self) -> bool: ...
+    def cancel(self) -> None: ...
+
+
+class JudgingThread(Generic[In, Out]):
+    """``judge_many`` on one thread of its own, called with every item submitted since its last call."""
+
+    def __init__(self, judge_many: JudgeMany[In, Out], name: str, window: float = 0.0, limit: int = 64,
+                 reactor: Any = None) -> None:
+        """``window``: how long an item that finds the thread idle waits for others to go with it (seconds);
+        ``limit``: the most items of one batch; ``reactor``: the one running (the default), or what a test
+        gives for its ``callLater`` and ``callFromThread``.  The thread starts with the first batch."""
+        self._judge_many = judge_many
+        self.window, self.limit = window, limit
+        self._reactor = reactor
+        self._pool = ThreadPool(minthreads=1, maxthreads=1, name=name)
+        self._waiting: list[tuple[In, Deferred[Out]]] = []
+        self._busy = False
+        self._timer: _Timer | None = None  # releases the waiting items when the window closes
+        self.batches = 0  # calls of judge_many so far
+
+    async def submit(self, item: In) -> Out:
+        """The result of ``item``, judged with whatever arrives with it; raises what judging it raised."""
+        waiter: Deferred[Out] = Deferred()
+        self._waiting.append((item, waiter))
+        if not self._busy:
+            if len(self._waiting) >= self.limit:
+                self._release()
+            elif self._timer is None:
+                self._timer = self._get_reactor().callLater(self.window, self._release)
+        return await maybe_deferred_to_future(waiter)
+
+    def _release(self) -> None:
+        if self._busy or not self._waiting:
+            return
+        if self._timer is not None:
+            if self._timer.active():
+                self._timer.cancel()
+            self._timer = None
+        batch, self._waiting = self._waiting[: self.limit], self._waiting[self.limit :]
+        self._busy = True
+        self.batches += 1
+        done = self._run(self._judge_many, [item for item, _ in batch])
+        done.addBoth(self._answer, [waiter for _, waiter in batch])
+
+    def _answer(self, results: list[Out | Exception] | Failure, waiters: list[Deferred[Out]]) -> None:
+        self._busy = False
+        for i, waiter in enumerate(waiters):
+            result = results if isinstance(results, Failure) else results[i]
+            if isinstance(result, (Exception, Failure)):
+                waiter.errback(result)
+            else:
+                waiter.callback(result)
+        self._release()  # what arrived meanwhile
+
+    def _run(self, fn: Callable[..., T], *args: object) -> Deferred[T]:
+        if not self._pool.started:
+            self._pool.start()
+        return deferToThreadPool(self._get_reactor(), self._pool, fn, *args)
+
+    def _get_reactor(self) -> Any:
+        if self._reactor is None:
+            from twisted.internet import reactor  # imported late: the crawler chooses the reactor
+
+            self._reactor = reactor
+        return self._reactor
+
+    async def close(self, last: Callable[[], object]) -> None:
+        """Run ``last`` on the thread (after every item: Scrapy closes a pipeline once its items are done),
+        then stop the thread."""
+        try:
+            await maybe_deferred_to_future(self._run(last))
+        finally:
+            self._pool.stop()
+
