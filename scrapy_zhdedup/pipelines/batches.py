@@ -1,10 +1,11 @@
 """The embedded backend's judging thread, handed items a batch at a time (issue 40).
 
-Handing each item to the thread alone cost the crawl more than judging it: two wake-ups per item (the
-thread's queue, then the reactor's waker), each a trip of the GIL between the reactor and the judging
-thread; in the benchmark crawl (benchmarks/README.md) that, not judging, was most of the pipeline's cost.
-:class:`JudgingThread` sends the items that arrive in one reactor turn, and all that arrived while the
-thread was busy, in one call, and gets their results back in one: one batch at a time, in arrival order.
+Handing each item to the thread alone cost two wake-ups per item (the thread's queue, then the reactor's
+waker), each a trip of the GIL between the reactor and the judging thread, and features made one text at
+a time.  :class:`JudgingThread` sends the items that arrive within a short window, and all that arrived
+while the thread was busy, in one call, and gets their results back in one: one batch at a time, in
+arrival order.  In the benchmark crawl (benchmarks/README.md) that took a tenth of the crawl process's CPU
+per item off.
 """
 
 from __future__ import annotations
