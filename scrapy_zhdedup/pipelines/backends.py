@@ -32,8 +32,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # How long an item that finds the judging thread idle waits for others to be judged with it.  In the benchmark
-# crawl (~250 items/s) 30 ms made batches of ~6 items instead of ~2.5 and took ~0.4 ms of the crawl process's
-# CPU off each item (batched features, fewer hand-offs); a slower crawl's items wait at most this long.
+# crawl (~250 items/s) 30 ms made batches of ~6 items (~2.5 without a window) and took 0.3-0.8 ms of the crawl
+# process's CPU off each item (batched features, fewer hand-offs); a slower crawl's items wait at most this long.
 BATCH_WINDOW = 0.03
 
 BACKENDS = {

@@ -4,7 +4,7 @@ Handing each item to the thread alone cost two wake-ups per item (the thread's q
 waker), each a trip of the GIL between the reactor and the judging thread, and features made one text at
 a time.  :class:`JudgingThread` sends the items that arrive within a short window, and all that arrived
 while the thread was busy, in one call, and gets their results back in one: one batch at a time, in
-arrival order.  In the benchmark crawl (benchmarks/README.md) that took a tenth of the crawl process's CPU
+arrival order.  In the benchmark crawl (benchmarks/README.md) that took 7–20 % of the crawl process's CPU
 per item off.
 """
 
@@ -45,7 +45,6 @@ class JudgingThread(Generic[In, Out]):
         self._waiting: list[tuple[In, Deferred[Out]]] = []
         self._busy = False
         self._timer: _Timer | None = None  # releases the waiting items when the window closes
-        self.batches = 0  # calls of judge_many so far
 
     async def submit(self, item: In) -> Out:
         """The result of ``item``, judged with whatever arrives with it; raises what judging it raised."""
@@ -67,7 +66,6 @@ class JudgingThread(Generic[In, Out]):
             self._timer = None
         batch, self._waiting = self._waiting[: self.limit], self._waiting[self.limit :]
         self._busy = True
-        self.batches += 1
         done = self._run(self._judge_many, [item for item, _ in batch])
         done.addBoth(self._answer, [waiter for _, waiter in batch])
 

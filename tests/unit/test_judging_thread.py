@@ -94,6 +94,18 @@ async def test_items_arriving_while_a_batch_is_judged_go_together_when_it_return
         await thread.close(lambda: None)
 
 
+async def test_an_item_cancelled_while_it_waits_leaves_the_others_of_its_batch_their_results() -> None:
+    thread = JudgingThread(lambda items: [2 * i for i in items], "judging-test", window=0.02, reactor=LoopReactor())
+    try:
+        first, second, third = (asyncio.ensure_future(thread.submit(i)) for i in (1, 2, 3))
+        await asyncio.sleep(0)
+        second.cancel()
+        assert await asyncio.gather(first, third) == [2, 6] and second.cancelled()
+        assert await thread.submit(4) == 8  # the thread goes on
+    finally:
+        await thread.close(lambda: None)
+
+
 def _pages() -> list[tuple[str, str]]:
     a, b, c = zhtexts.articles(3)
     pages = [("a", news_page(a.title, a.text)), ("b", news_page(b.title, b.text)),
