@@ -30,11 +30,18 @@ from .preparer import ItemPreparer
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+Sized = tuple[Callable[[], Prepared], int]  # what prepares an item, and the length of its page or text
 
 # How long an item that finds the judging thread idle waits for others to be judged with it.  In the benchmark
 # crawl (~250 items/s) 30 ms made batches of ~6 items (~2.5 without a window) and took 0.3-0.8 ms of the crawl
 # process's CPU off each item (batched features, fewer hand-offs); a slower crawl's items wait at most this long.
 BATCH_WINDOW = 0.03
+# A batch of pages (or texts) this long in all is judged on the reactor itself (~0.1 ms of CPU a kB: ~25 ms),
+# without the hand-offs to the judging thread and back; longer ones, and any that may make the store write a
+# snapshot (SNAPSHOT_MARGIN bytes of log from it), go to the thread, which the reactor can interrupt.  On a quiet
+# box the hand-offs cost the benchmark crawl ~0.8 ms of CPU an item, more than judging its page.
+INLINE_BYTES = 256 << 10
+SNAPSHOT_MARGIN = 4 << 20
 
 BACKENDS = {
     "embedded": "scrapy_zhdedup.pipelines.backends.EmbeddedBackend",
@@ -93,15 +100,16 @@ class EmbeddedBackend(Backend):
     Judging a long page is milliseconds of CPU; on the reactor thread it would stall every
     download.  One thread (not a pool) owns the store, so judgements stay in arrival order and
     the store needs no locks; the GIL is released often enough for the reactor to keep up.  Items go
-    to the thread in batches (batches.py): those that arrive within :data:`BATCH_WINDOW`, or while it
-    is busy.  With ``ZHDEDUP_WORKERS`` processes (workers.py) cleaning and fingerprinting use more
-    cores; items are still judged on that thread, in arrival order.
+    in batches (batches.py): those that arrive within :data:`BATCH_WINDOW`, or while a batch is
+    judged, one batch at a time; a batch of short pages (:data:`INLINE_BYTES`) is judged on the
+    reactor itself, where it costs less than the hand-offs.  With ``ZHDEDUP_WORKERS`` processes
+    (workers.py) cleaning and fingerprinting use more cores; items are still judged in arrival order.
     """
 
     def __init__(self, config: DedupConfig, store_dir: Path | None, workers: int = 1) -> None:
         self.deduper = Deduper.open(config, store_dir)
-        self._thread: JudgingThread[Callable[[], Prepared], Verdict] = JudgingThread(
-            self._judge_many, "zhdedup", window=BATCH_WINDOW, limit=CHUNK)
+        self._thread: JudgingThread[Sized, Verdict] = JudgingThread(
+            self._judge_many, "zhdedup", window=BATCH_WINDOW, limit=CHUNK, here=self._cheap)
         # with worker processes, the items of one reactor turn go to them together (whichever reactor runs)
         self._preparer: ItemPreparer[Job, Prepared] = ItemPreparer(
             config, self.deduper.fingerprinter, prepare_job, workers, lambda send: CallLaterOnce(send).schedule(),
@@ -134,10 +142,16 @@ class EmbeddedBackend(Backend):
         directory = self.deduper.store.directory
         return None if directory is None else (directory, "store")
 
-    def _judge_many(self, items: list[Callable[[], Prepared]]) -> list[Verdict | Exception]:
-        """On the judging thread: a batch's items prepared, their features made together (cheaper than one at
-        a time, workers.py), then judged in order; an item's error is its result."""
-        prepared = [_attempt(item) for item in items]
+    def _cheap(self, items: list[Sized]) -> bool:
+        """Whether a batch is judged on the reactor (see INLINE_BYTES); never while worker processes prepare
+        it (the reactor would wait for them)."""
+        return (not self._preparer.parallel and sum(size for _, size in items) <= INLINE_BYTES
+                and not self.deduper.store.saves_within(SNAPSHOT_MARGIN))
+
+    def _judge_many(self, items: list[Sized]) -> list[Verdict | Exception]:
+        """A batch's items prepared, their features made together (cheaper than one at a time, workers.py),
+        then judged in order; an item's error is its result."""
+        prepared = [_attempt(item) for item, _ in items]
         fingerprinter = self.deduper.fingerprinter
         if fingerprinter.batches and not self._preparer.parallel:  # a worker process sends them made
             with contextlib.suppress(Exception):  # the item that fails raises it again when judged alone
@@ -148,7 +162,8 @@ class EmbeddedBackend(Backend):
     async def judge(self, doc_id: str, *, text: str | None, html: str | bytes | None,
                     document: dict[str, Any]) -> Verdict:
         # submitted now, judged on the one judging thread with the items that arrive with it: in arrival order
-        return await self._thread.submit(self._preparer.submit(Job(doc_id, text, html)))
+        size = len(html) if html is not None else len(text or "")
+        return await self._thread.submit((self._preparer.submit(Job(doc_id, text, html)), size))
 
     async def close(self) -> None:
         try:

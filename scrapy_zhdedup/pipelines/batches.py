@@ -34,11 +34,13 @@ class JudgingThread(Generic[In, Out]):
     """``judge_many`` on one thread of its own, called with every item submitted since its last call."""
 
     def __init__(self, judge_many: JudgeMany[In, Out], name: str, window: float = 0.0, limit: int = 64,
-                 reactor: Any = None) -> None:
+                 reactor: Any = None, here: Callable[[list[In]], bool] | None = None) -> None:
         """``window``: how long an item that finds the thread idle waits for others to go with it (seconds);
         ``limit``: the most items of one batch; ``reactor``: the one running (the default), or what a test
-        gives for its ``callLater`` and ``callFromThread``.  The thread starts with the first batch."""
+        gives for its ``callLater`` and ``callFromThread``; ``here``: whether a batch is cheap enough to judge
+        on the reactor itself, without the two hand-offs.  The thread starts with the first batch it gets."""
         self._judge_many = judge_many
+        self._here = here
         self.window, self.limit = window, limit
         self._reactor = reactor
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name=name)
@@ -66,8 +68,11 @@ class JudgingThread(Generic[In, Out]):
             self._timer = None
         batch, self._waiting = self._waiting[: self.limit], self._waiting[self.limit :]
         self._busy = True
-        done = self._run(self._judge_many, [item for item, _ in batch])
-        done.addBoth(self._answer, [waiter for _, waiter in batch])
+        items, waiters = [item for item, _ in batch], [waiter for _, waiter in batch]
+        if self._here is not None and self._here(items):
+            self._answer(_called(self._judge_many, items), waiters)
+            return
+        self._run(self._judge_many, items).addBoth(self._answer, waiters)
 
     def _answer(self, results: list[Out | Exception] | Failure, waiters: list[Deferred[Out]]) -> None:
         self._busy = False
@@ -99,3 +104,10 @@ class JudgingThread(Generic[In, Out]):
         finally:
             self._pool.stop()
 
+
+def _called(fn: Callable[[list[In]], T], items: list[In]) -> T | Failure:
+    """``fn(items)``, or the failure it raised (as the thread's Deferred would carry it)."""
+    try:
+        return fn(items)
+    except Exception:
+        return Failure()

@@ -7,13 +7,14 @@ import asyncio
 import functools
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from scrapy_zhdedup import DedupConfig, Deduper, EmptyTextError
 from scrapy_zhdedup.model import Prepared, Verdict
-from scrapy_zhdedup.pipelines.backends import EmbeddedBackend
+from scrapy_zhdedup.pipelines.backends import INLINE_BYTES, SNAPSHOT_MARGIN, EmbeddedBackend
 from scrapy_zhdedup.pipelines.batches import JudgingThread
 from scrapy_zhdedup.workers import Job, prepare_job
 from tests.support import zhtexts
@@ -65,6 +66,18 @@ async def test_items_submitted_together_go_in_one_hand_off_in_order_each_with_it
         assert results[:3] == [0, 2, 4] and results[4:] == [8, 10]
         assert isinstance(results[3], ValueError) and str(results[3]) == "bad 3"  # one item's error, its own
         assert await thread.submit(7) == 14 and calls[-1][0] == [7]  # alone: when the window closes
+    finally:
+        await thread.close(lambda: None)
+
+
+async def test_a_cheap_batch_is_judged_on_the_event_loop_a_costly_one_on_the_thread() -> None:
+    calls: list[tuple[list[int], str]] = []
+    thread = JudgingThread(functools.partial(_doubled, calls), "judging-test", window=0.01, reactor=LoopReactor(),
+                           here=lambda items: sum(items) <= 10)
+    try:
+        assert await asyncio.gather(thread.submit(1), thread.submit(2)) == [2, 4]
+        assert await asyncio.gather(thread.submit(10), thread.submit(20)) == [20, 40]
+        assert calls == [([1, 2], threading.current_thread().name), ([10, 20], "PoolThread-judging-test-0")]
     finally:
         await thread.close(lambda: None)
 
@@ -127,8 +140,9 @@ def test_a_batch_gets_the_verdicts_of_one_item_at_a_time() -> None:
     backend = EmbeddedBackend(DedupConfig(), None)
     try:
         fingerprinter = backend.deduper.fingerprinter
-        jobs: list[Callable[[], Prepared]] = [functools.partial(prepare_job, fingerprinter, Job(doc_id, None, html))
-                                              for doc_id, html in _pages()]
+        jobs: list[tuple[Callable[[], Prepared], int]] = [
+            (functools.partial(prepare_job, fingerprinter, Job(doc_id, None, html)), len(html))
+            for doc_id, html in _pages()]
         got = backend._judge_many(jobs)
     finally:
         backend.deduper.close()
@@ -145,3 +159,18 @@ async def test_close_runs_last_on_the_thread_after_the_items(window: float) -> N
     assert await asyncio.gather(thread.submit(1), thread.submit(2)) == [1, 2]
     await thread.close(lambda: order.append(threading.current_thread().name))
     assert order == ["item 1", "item 2", "PoolThread-judging-test-0"]
+
+
+def test_the_reactor_judges_a_batch_of_short_pages_unless_it_may_write_a_snapshot(tmp_path: Path) -> None:
+    backend = EmbeddedBackend(DedupConfig(), tmp_path / "store")
+    try:
+        def job() -> Prepared:
+            raise AssertionError("not prepared to decide")
+
+        store = backend.deduper.store
+        assert backend._cheap([(job, 5_000)] * 8)
+        assert not backend._cheap([(job, INLINE_BYTES // 2 + 1)] * 2)  # a long page goes to the thread
+        store.compact_after_bytes = SNAPSHOT_MARGIN - 1  # the log close to its snapshot: the thread writes it
+        assert store.saves_within(SNAPSHOT_MARGIN) and not backend._cheap([(job, 5_000)])
+    finally:
+        backend.deduper.close()
