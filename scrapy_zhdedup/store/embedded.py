@@ -66,6 +66,12 @@ class EmbeddedStore(MemoryStore):
         if self._log is not None and self._log.size > max(self.compact_after_bytes, self._snapshot_bytes):
             self.save()
 
+    def saves_within(self, log_bytes: int) -> bool:
+        """Whether this many more bytes of log would make the store write a snapshot (:meth:`save`: seconds on
+        a large store), for a caller that must not wait that long."""
+        return self._log is not None and self._log.size + log_bytes > max(self.compact_after_bytes,
+                                                                            self._snapshot_bytes)
+
     def _keep(self, record: Record) -> None:
         """Written to the log (if persisted) before anything changes."""
         if self._log is None:

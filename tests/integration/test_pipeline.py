@@ -392,7 +392,6 @@ def test_item_without_the_annotation_fields_closes_the_spider_before_judging(ann
 def test_backend_is_loaded_by_name_or_dotted_path(name: str, backend: str) -> None:
     pipeline = ZhDedupPipeline.from_crawler(get_crawler(settings_dict={"ZHDEDUP_BACKEND": name}))
     assert type(pipeline.backend).__name__ == backend
-    pipeline.backend._pool.stop()  # type: ignore[attr-defined]  # the embedded backend's own pool
 
 
 @pytest.mark.parametrize("stores", [False, True])
