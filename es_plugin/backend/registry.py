@@ -271,8 +271,9 @@ class Registry:
         repeat (``Claimed.repeats``), and what it claimed meanwhile is withdrawn.  And every owner with a
         larger stamp that the reads show is verified against it: that owner claimed first without seeing
         it (their claims crossed), so one the rule accepts is its repeat in the order, returned in
-        ``Claimed.marked`` for the caller to mark.  Of two documents sharing a key, the one whose
-        conditional write lands second has read the other's claim, so one of them always judges the pair.
+        ``Claimed.marked`` for the caller to mark, its claims withdrawn (a repeat holds none).  Of two
+        documents sharing a key, the one whose conditional write lands second has read the other's claim,
+        so one of them always judges the pair.
         Without ``judge`` (filling the registry from stored originals), owners are only added."""
         ids_of = {c.hash: key_ids(self.keys, c.features) for c in claimants}
         wanted: dict[str, list[Claimant]] = defaultdict(list)
@@ -328,8 +329,10 @@ class Registry:
         if pending:
             logger.warning("zhdedup: %d key(s) of %s still contended after %d attempts; `zhdedup es reconcile` "
                            "claims them", len(pending), self.name, MAX_ROUNDS)
-        yield from self.withdraw({digest: won[digest] for digest in repeats if won[digest]})
-        return Claimed(repeats, {h: (owner, match) for h, (owner, match, by) in marked.items() if by not in repeats})
+        kept = {h: (owner, match) for h, (owner, match, by) in marked.items() if by not in repeats}
+        yield from self.withdraw({**{digest: won[digest] for digest in repeats if won[digest]},
+                                  **{h: key_ids(self.keys, owner.features()) for h, (owner, _) in kept.items()}})
+        return Claimed(repeats, kept)
 
     def _judge(self, claimants: list[Claimant], states: dict[str, KeyState | None], ids_of: dict[str, list[str]],
                verified: dict[str, set[str]], repeats: dict[str, Match]) -> Steps:
