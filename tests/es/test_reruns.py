@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.es]
 
 SPIDER = SUPPORT / "fault_spider.py"
 ORIGINALS = 10
-KILL_AT = "o6.html"  # the 8th page: o0..o5 and r0 are done with before it
+KILL_AT = "o6.html"  # the 8th page: o0..o5 and r0 are judged before it (delivered, unless judged in its batch)
 RERUN_STATS = ("zhdedup/judged", "zhdedup/unique", "zhdedup/rerun/delivered", "zhdedup/rerun/undelivered",
                "zhdedup/dropped/rerun")
 
@@ -100,7 +100,7 @@ def test_a_killed_crawl_resumed_delivers_what_it_judged_and_never_delivered_then
     assert after == [p for p in passing if p not in before]
     stats = resumed["stats"]
     assert stats["zhdedup/rerun/undelivered"] >= 1  # o6 (and any in flight): judged, never delivered
-    assert stats["zhdedup/rerun/delivered"] == stats["zhdedup/dropped/rerun"] == len(before)
+    assert stats.get("zhdedup/rerun/delivered", 0) == stats.get("zhdedup/dropped/rerun", 0) == len(before)
     assert not list(tmp_path.rglob(".zhdedup-undelivered-*"))  # the killed run's ledger was taken over, then done
 
     code, again = run(urls, tmp_path, settings)
