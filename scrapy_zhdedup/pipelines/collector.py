@@ -9,7 +9,8 @@ left out of the collections, which then take 2–5 ms; they are still freed by r
 cycle among them is collected once they are thawed, when the last spider closes.  Young collections every
 :data:`YOUNG_COLLECTION` allocations instead of 700: judging a page allocates a few hundred short-lived
 containers, and the ~900 young collections of a 1,000-item crawl took ~0.15 ms an item.  Together they
-took the benchmark crawl's CPU from ~3.0 to ~2.5 ms an item, the bare crawl's being ~2.3 (benchmarks/README.md).
+brought the benchmark crawl's CPU from ~2.5–3.0 ms an item to about the bare crawl's (~2.1–2.3;
+benchmarks/README.md).
 A process that froze objects itself, or turned the collector off, is left as it is.
 """
 
