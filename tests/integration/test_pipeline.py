@@ -27,7 +27,7 @@ from tests.support import SUPPORT, zhtexts
 from tests.support.helpers import on_a_small_disk, serving
 from tests.support.zhtexts import news_page
 
-HEARTBEAT = 0.02  # seconds between reactor heartbeat ticks in the crawl process (the 5 MB page is judged in ~0.2 s)
+HEARTBEAT = 0.02  # seconds between reactor heartbeat ticks in the crawl process (the 5 MB page is judged in 0.15-0.2 s)
 
 
 EMPTY_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>页面不存在</title>
