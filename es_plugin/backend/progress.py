@@ -91,8 +91,8 @@ CLAIMS = Claims()
 
 
 class Waits:
-    """How long a lookup has waited for other writers' claims, and the writers found stalled: their
-    progress as it stood when ``CLAIM_WAIT`` ran out (a writer is waited for again once it moves)."""
+    """The writers a registry's lookups found stalled, with their progress as it stood when ``CLAIM_WAIT``
+    ran out: not waited for again until it moves."""
 
     def __init__(self) -> None:
         self.stalled: dict[str, str | None] = {}

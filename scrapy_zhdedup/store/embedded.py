@@ -63,7 +63,7 @@ class EmbeddedStore(MemoryStore):
             raise StoreError(self.directory, "the store is closed; open it again to remember more documents",
                              hint="Call close() only once the run is over.")
         super()._record(record, features)
-        if self._log is not None and self._log.size > max(self.compact_after_bytes, self._snapshot_bytes):
+        if self.saves_within(0):
             self.save()
 
     def saves_within(self, log_bytes: int) -> bool:
