@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import gc
 import hashlib
 import itertools
 import logging
@@ -57,6 +56,7 @@ from es_plugin.backend.elasticsearch_backend import ElasticsearchBackend, Indexa
 from scrapy_zhdedup.config import DedupConfig, EsConfig
 from scrapy_zhdedup.errors import BadRecordError, ConfigError, EmptyTextError, InputError
 from scrapy_zhdedup.files.inputs import Damage, html_files, open_input, read_page, read_records
+from scrapy_zhdedup.garbage_collector import COLLECTOR
 from scrapy_zhdedup.model import Verdict
 from scrapy_zhdedup.similarity.words import load_segmenter
 from scrapy_zhdedup.workers import PreparePool
@@ -78,7 +78,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CHECKPOINT_DIR = Path(".zhdedup-checkpoints")
 MAX_REPORTED_ERRORS = 50
-YOUNG_COLLECTION = 10_000  # allocations between collections of the youngest generation during a run
 IDENTITY_BLOCK = 1 << 16  # bytes of an input hashed into its checkpoint identity
 CHECKPOINT_NAMES = {"index": "--index", "input": "the input", "kind": "the kind of input",
                     "file.size": "the input's size", "file.mtime_ns": "the input's modification time",
@@ -199,27 +198,10 @@ def ingest(inputs: Sequence[Path], dedup: DedupConfig, es: EsConfig, *, mode: st
         load_segmenter()  # for the words field, in this process before the fork: the workers share it
     with PreparePool(dedup, prepare_for_index, workers, fork=True, text="written") as pool:
         start_up = time.perf_counter() - opened
-        with _collecting_for_the_run():
+        with COLLECTOR.holding():  # the run's garbage collector (garbage_collector.py)
             report = asyncio.run(_ingest(list(zip(inputs, kinds)), dedup, es, mode, checkpoint_dir, restart, strict,
                                          concurrency, pool, progress))
     return {**report, "start_up_seconds": round(start_up, 2)}
-
-
-@contextlib.contextmanager
-def _collecting_for_the_run() -> Iterator[None]:
-    """The garbage collector tuned for the run, as before it afterwards.  What exists at the start (modules,
-    dictionaries) outlives the run: frozen, the full collections do not scan it again each time (1.0 of 10 s
-    of CPU on the news corpus).  Young collections every ``YOUNG_COLLECTION`` allocations instead of 700: the
-    judging allocates a few hundred short-lived containers a document, and ~2,300 collections of them cost
-    0.35 s more (CPU 5-7 % lower in two pairs of runs)."""
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(YOUNG_COLLECTION)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()  # a caller in the same process collects it as before
 
 
 async def _ingest(sources: list[tuple[Path, str]], dedup: DedupConfig, es: EsConfig, mode: str,

@@ -17,7 +17,7 @@ never takes it for one an earlier run delivered.  If the store can take nothing 
 dead-letter file cannot be written), the spider is closed (``zhdedup_store_failed``) and the items
 still coming pass on unjudged (``zhdedup/skipped/store_failed``): a repeat may get through, but no
 item is lost.
-While the spider crawls, the garbage collector leaves alone what existed when it opened (collector.py).
+While the spider crawls, the garbage collector leaves alone what existed when it opened (garbage_collector.py).
 
 Reruns (``ZHDEDUP_RERUN``): an item judged by an earlier run with the same id and text gets that
 run's verdict back from either backend.  ``new`` (the default) drops it when an earlier run delivered
@@ -44,9 +44,9 @@ from scrapy.utils.defer import deferred_from_coro
 from ..config import PipelineConfig, from_settings
 from ..errors import EmptyTextError, InvalidDocumentError, StoreFailedError, StoreUnavailableError, ZhDedupError
 from ..explain import drop_reason
+from ..garbage_collector import COLLECTOR
 from ..model import Verdict
 from .backends import Backend, load_backend
-from .collector import FREEZER
 from .delivery import DeliveryLedger
 
 logger = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ class ZhDedupPipeline:
         self.problem = problem
         self.stats = crawler.stats
         self.ledger: DeliveryLedger | None = None
-        self._frozen = False  # holds the collector's freeze while the spider crawls (collector.py)
+        self._frozen = False  # holds the collector's freeze while the spider crawls (garbage_collector.py)
         self._held_back: set[str] = set()  # ids not judged and not delivered: kept by the backend for later
         self._annotatable: dict[type, str | None] = {}  # item class -> why it cannot be annotated (None: it can)
         for signal in (signals.item_scraped, signals.item_dropped):
@@ -136,7 +136,7 @@ class ZhDedupPipeline:
             logger.error("zhdedup: cannot start, the crawl stops: %s", exc)
             self.stats.set_value("zhdedup/error", str(exc))
             raise CloseSpider("zhdedup_cannot_start") from None
-        self._frozen = FREEZER.hold()
+        self._frozen = COLLECTOR.hold()
         described = self.backend.describe()
         rerun = ("an item an earlier run delivered is dropped" if self.config.rerun == "new"
                  else "an item an earlier run judged passes again")
@@ -265,7 +265,7 @@ class ZhDedupPipeline:
     async def close_spider(self, spider: Spider | None = None) -> None:
         if self._frozen:
             self._frozen = False
-            FREEZER.release()
+            COLLECTOR.release()
         if self.ledger is not None:
             self.ledger.close()
         if self.backend is None:
