@@ -58,7 +58,7 @@ from ..privileges import CRAWL, Access, Needs
 from .batchwriter import BatchWriter
 from .buffer import BulkBuffer, PendingBatch
 from .deadletter import DEFAULT_NAME, DeadLetters
-from .groupcommit import Entry
+from .groupcommit import IN_ORDER_BATCH, Entry
 from .journal import Journal, orphans
 from .judging import JudgingCoordinator, on_thread
 from .lookups import EsLookups
@@ -135,9 +135,8 @@ class ElasticsearchBackend(Backend):
                  backoff_cap: float = BACKOFF_CAP, workers: int = 1, in_order: bool = False,
                  needs: Needs = CRAWL) -> None:
         """``workers`` > 1: :meth:`judge` prepares items on that many processes (``ZHDEDUP_WORKERS``).
-        ``in_order``: a lookup batch starts only when the one before it returned, at most
-        ``MAX_LOOKUP_BATCH`` items each, instead of gathering for ``ZHDEDUP_ES_BATCH_WINDOW`` (groupcommit.py;
-        ``es ingest``); the verdicts are those of arrival order either way (judging.py).  ``needs``: the
+        ``in_order``: lookup batches of ``IN_ORDER_BATCH`` items, a full one started while the one before it
+        is written, instead of gathering for ``ZHDEDUP_ES_BATCH_WINDOW`` (groupcommit.py; ``es ingest``); the verdicts are those of arrival order either way (judging.py).  ``needs``: the
         privileges checked at open on a secured cluster (privileges.py)."""
         _require_asyncio_reactor()
         self.dedup, self.es = dedup, es
@@ -300,7 +299,8 @@ class ElasticsearchBackend(Backend):
             self.buffer.start(writer)
             self._judging = JudgingCoordinator(
                 self._client, self.lookups, self.buffer, self.writes, self.dead_letters, self._fingerprinter,
-                self._executor, window=self._window, limit=MAX_LOOKUP_BATCH, url=self.url)
+                self._executor, window=self._window, limit=MAX_LOOKUP_BATCH if self._window is not None else IN_ORDER_BATCH,
+                url=self.url)
             return self._judging
 
     async def _take_over_orphans(self, writer: BatchWriter) -> None:

@@ -7,9 +7,11 @@ arrived.  Like a database's group commit: when no batch is being looked up, an i
 whatever arrived in the same event-loop turn), so a lone item never waits; while one is, arrivals
 gather until it returns, but at most ``window`` seconds (or until ``limit`` are waiting).
 
-With ``window=None`` (``es ingest``) a batch starts only once the one before it returned, at most
-``limit`` items each: every item is judged after all those that arrived before it were decided,
-so the verdicts are those of judging one at a time in arrival order, however many are in flight.
+With ``window=None`` (``es ingest``) batches hold ``limit`` items: a full one starts while the one before
+it is still in flight (at most ``IN_ORDER_DEPTH`` at once: one is looked up while the one before it is
+written and its keys claimed), a partial one only when none is.  The batches decide in the order they
+started (judging.py's turns), so the verdicts are those of judging one at a time in arrival order,
+however many are in flight.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from typing import Any, NamedTuple
 
 from scrapy_zhdedup.model import Prepared, Verdict
 
-DEFAULT_CONCURRENCY = 64  # documents in flight in `es ingest`: 4 ran at ~0.7x the documents per second of 64
+IN_ORDER_DEPTH = 2  # lookup batches of `es ingest` in flight at once
+IN_ORDER_BATCH = 32  # documents a lookup batch of `es ingest` holds
+DEFAULT_CONCURRENCY = IN_ORDER_DEPTH * IN_ORDER_BATCH  # documents in flight in `es ingest`
 
 
 class Entry(NamedTuple):
@@ -47,8 +51,10 @@ class LookupWindow:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Verdict | Exception] = loop.create_future()
         self._waiting.append((entry, future))
-        if self.window is None:  # in order: the batch running releases the next one when it returns
-            if not self._running and self._timer is None:
+        if self.window is None:  # in order: a full batch goes now, a partial one when none is running
+            if self._full():
+                self._release()
+            elif not self._running and self._timer is None:
                 self._timer = loop.call_later(0, self._release)
         elif len(self._waiting) >= self.limit:
             self._release()
@@ -66,9 +72,13 @@ class LookupWindow:
             self._running.add(task)
             task.add_done_callback(self._done)
 
+    def _full(self) -> bool:
+        """In order: a full batch is waiting, and fewer than ``IN_ORDER_DEPTH`` are in flight."""
+        return self.window is None and len(self._waiting) >= self.limit and len(self._running) < IN_ORDER_DEPTH
+
     def _done(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
-        if self._waiting and not self._running:  # what gathered meanwhile need not wait out the window
+        if self._waiting and (not self._running or self._full()):  # what gathered need not wait out the window
             self._release()
 
     async def _judge(self, batch: list[tuple[Entry, asyncio.Future[Verdict | Exception]]]) -> None:

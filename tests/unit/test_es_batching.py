@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from es_plugin.backend.buffer import MAX_BULK_BYTES, BulkBuffer, PendingBatch, size_of
-from es_plugin.backend.groupcommit import LookupWindow
+from es_plugin.backend.groupcommit import IN_ORDER_DEPTH, LookupWindow
 from es_plugin.backend.writer import Action
 from scrapy_zhdedup.config import DedupConfig
 from scrapy_zhdedup.errors import ZhDedupError
@@ -47,15 +47,18 @@ def test_a_batch_is_sealed_by_size_before_it_is_full() -> None:
     assert written[2] == ["huge"] and [i for ids in written for i in ids if i != "huge"] == [f"d{i}" for i in range(13)]
 
 
-def test_in_order_batches_go_one_after_another_in_arrival_order() -> None:
-    """``window=None`` (es ingest): 150 items in flight, at most 64 a batch; a batch starts only when the one
-    before it returned, so each item is judged after every earlier one was decided."""
+def test_in_order_batches_are_full_and_overlap_two_at_most_in_arrival_order() -> None:
+    """``window=None`` (es ingest): 150 items in flight, at most 64 a batch; a full batch starts while the one
+    before it is in flight (two at most), the partial last one only once none is; they start in arrival order."""
     batches: list[list[int]] = []
     running: list[int] = []
+    overlapped = []
 
     async def judge_many(entries: Any) -> Any:
         running.append(len(entries))
-        assert len(running) == 1, "two lookup batches at once"
+        assert len(running) <= IN_ORDER_DEPTH, "more lookup batches at once than IN_ORDER_DEPTH"
+        assert len(entries) == 64 or len(running) == 1, "a partial batch beside another"
+        overlapped.append(len(running))
         batches.append([entry[0] for entry in entries])
         await asyncio.sleep(0.01)
         running.pop()
@@ -66,7 +69,7 @@ def test_in_order_batches_go_one_after_another_in_arrival_order() -> None:
         return await asyncio.gather(*(window.submit((i, {}, None)) for i in range(150)))  # type: ignore[arg-type]
 
     assert asyncio.run(run()) == list(range(150))
-    assert [len(b) for b in batches] == [64, 64, 22]
+    assert [len(b) for b in batches] == [64, 64, 22] and overlapped == [1, 2, 1]
     assert [i for b in batches for i in b] == list(range(150))
 
 
