@@ -136,8 +136,9 @@ class ElasticsearchBackend(Backend):
                  needs: Needs = CRAWL) -> None:
         """``workers`` > 1: :meth:`judge` prepares items on that many processes (``ZHDEDUP_WORKERS``).
         ``in_order``: lookup batches of ``IN_ORDER_BATCH`` items, a full one started while the one before it
-        is written, instead of gathering for ``ZHDEDUP_ES_BATCH_WINDOW`` (groupcommit.py; ``es ingest``); the verdicts are those of arrival order either way (judging.py).  ``needs``: the
-        privileges checked at open on a secured cluster (privileges.py)."""
+        is written, instead of gathering for ``ZHDEDUP_ES_BATCH_WINDOW`` (groupcommit.py; ``es ingest``); the
+        verdicts are those of arrival order either way (judging.py).  ``needs``: the privileges checked at
+        open on a secured cluster (privileges.py)."""
         _require_asyncio_reactor()
         self.dedup, self.es = dedup, es
         keys, rule = CandidateKeys.from_config(dedup), NearRule.from_config(dedup)

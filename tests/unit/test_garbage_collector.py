@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from scrapy.utils.test import get_crawler
 
-from scrapy_zhdedup.pipelines import ZhDedupPipeline
 from scrapy_zhdedup.garbage_collector import COLLECTOR, YOUNG_COLLECTION, Collector
+from scrapy_zhdedup.pipelines import ZhDedupPipeline
 
 
 @pytest.fixture(autouse=True)
