@@ -22,6 +22,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# The throwaway nodes compile with C1 only: a node's start costs half the CPU (21.5 s against 10.6 s, 9.2.8),
+# and tests/es's batch, backend and rerun modules 46 s of the node's CPU against 74 s (their wall 112 s
+# against 105 s): on 2 cores with two lanes and their nodes, CPU is what the run waits for. An
+# ES_JAVA_OPTS of the caller's wins (set and empty: the JVM's defaults).
+export ES_JAVA_OPTS=${ES_JAVA_OPTS--XX:TieredStopAtLevel=1}
 
 es9() { bash scripts/es-node.sh "$@"; }
 cluster() { bash scripts/es-cluster.sh "$@"; }
@@ -128,7 +133,7 @@ fi
 # and shown when they are over, and the rest in the foreground; the flavours follow the foreground lane,
 # one after the other. The next flavour's node is readied (its venv, its start) while the suite before it
 # runs, and waits idle for its turn. One lane runs the whole suite when the arguments carry their own -m.
-# 36 min 50 s on 2 cores one lane after the other (2026-12-02); the lanes are timed in [Measurements].
+# On 2 cores: 36 min 50 s in one lane, 28 min 51 s in two (2026-12-02; benchmarks/README.md, CI cost).
 LANE_MARKS="fault or cluster or security"
 rc=0
 claim_node cluster # started by the tests that need them; stopped here if a killed run left them running
@@ -148,7 +153,6 @@ if printf '%s\n' "$@" | grep -qE '^-m'; then
 else
   mkdir -p .cache
   lane_log=.cache/test-lane-faults.log
-  lane_began=$SECONDS
   .venv/bin/python -m pytest -m "$LANE_MARKS" "$@" >"$lane_log" 2>&1 &
   lane=$!
   lane_rc=0 main_rc=0
@@ -166,7 +170,7 @@ done
 if [ -n "${lane:-}" ]; then
   wait "$lane" || lane_rc=$?
   lane=
-  echo "== the fault, cluster and security tests on 9, run beside the others ($((SECONDS - lane_began)) s):" >&2
+  echo "== the fault, cluster and security tests on 9, run beside the others (their time: pytest's last line)" >&2
   cat "$lane_log"
   # pytest's exit 5 (nothing collected) is fine in one lane; in both, the arguments selected nothing,
   # and a green run that tested nothing is a bug.
