@@ -66,6 +66,10 @@ class LookupWindow:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        # An item whose submitter was cancelled waits for nothing: on Ctrl-C asyncio.run cancels every task, and
+        # a batch started for those items would be a task nobody cancels, still running on a closed client
+        # when the loop closes ("Task was destroyed but it is pending!" on stderr, after the one-line message).
+        self._waiting = [(entry, future) for entry, future in self._waiting if not future.done()]
         batch, self._waiting = self._waiting[: self.limit], self._waiting[self.limit :]
         if batch:
             task = asyncio.get_running_loop().create_task(self._judge(batch))
