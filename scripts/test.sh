@@ -4,9 +4,10 @@
 # as well, runs the Elasticsearch tests (-m es: tests/es/ and the tests of tests/faults/ that use a node;
 # their conftests refuse a test there without its marker) again on each of them, one run after the other,
 # each with its client from its own virtualenv: Elasticsearch 8 (an 8.x client, .venv-es8), Elasticsearch
-# 7.10 (the es7 extra, .venv-es7) and OpenSearch 2.19 (the opensearch extra, .venv-opensearch). Each node
-# is stopped once its run is over; the next flavour's is started while the run before it goes on (one
-# suite runs at a time); a node that was already running is left running. The tests that need more
+# 7.10 (the es7 extra, .venv-es7) and OpenSearch 2.19 (the opensearch extra, .venv-opensearch). On 9 the
+# fault, cluster and security tests run beside the rest (two pytest processes, below); a flavour's node is
+# stopped once its run is over, 9's at the end; the next flavour's is started while the run before it goes
+# on; a node that was already running is left running. The tests that need more
 # than the shared node start what they need themselves, once, and stop it after their module (the
 # 3-node cluster of scripts/es-cluster.sh for -m cluster, the node with security and TLS of
 # scripts/es-secure.sh for -m security, the redis-server of scripts/redis.sh for the distributed crawl);
@@ -107,16 +108,27 @@ run_flavour() {
   [ "$frc" -eq 0 ] || [ "$frc" -eq 5 ] || return "$frc"
 }
 
-# pytest's exit 5 (nothing collected) fails the run: a green run that tested nothing is a bug.
+# The exit of a suite run as one or more pytest processes (the two lanes on 9), from theirs: pytest's exit 5
+# (nothing collected) is fine in one of them, but fails the run when every one collected nothing: a green
+# run that tested nothing is a bug.
+suite_rc() {
+  local code worst=0 empty=1
+  for code in "$@"; do
+    [ "$code" -eq 5 ] || empty=0
+    [ "$code" -eq 0 ] || [ "$code" -eq 5 ] || worst=$code
+  done
+  if [ "$empty" -eq 1 ]; then
+    echo "pytest collected no tests: failing on purpose" >&2
+    return 1
+  fi
+  return "$worst"
+}
+
 run_pytest() {
   local python=$1 rc=0
   shift
   "$python" -m pytest "$@" || rc=$?
-  if [ "$rc" -eq 5 ]; then
-    echo "pytest collected no tests: failing on purpose" >&2
-    return 1
-  fi
-  return "$rc"
+  suite_rc "$rc"
 }
 
 bash scripts/bootstrap.sh test
@@ -133,7 +145,7 @@ fi
 # and shown when they are over, and the rest in the foreground; the flavours follow the foreground lane,
 # one after the other. The next flavour's node is readied (its venv, its start) while the suite before it
 # runs, and waits idle for its turn. One lane runs the whole suite when the arguments carry their own -m.
-# On 2 cores: 36 min 50 s in one lane, 28 min 51 s in two, 19 min 9 s in two with the nodes on C1 (2026-12-02;
+# On 2 cores: 36 min 50 s in one lane, 28 min 51 s in two, 19-28 min in two with the nodes on C1 (2026-12-02;
 # benchmarks/README.md, CI cost).
 LANE_MARKS="fault or cluster or security"
 rc=0
@@ -156,7 +168,7 @@ else
   lane_log=.cache/test-lane-faults.log
   .venv/bin/python -m pytest -m "$LANE_MARKS" "$@" >"$lane_log" 2>&1 &
   lane=$!
-  lane_rc=0 main_rc=0
+  main_rc=0
   .venv/bin/python -m pytest -m "not ($LANE_MARKS)" "$@" || main_rc=$?
 fi
 unset ZHDEDUP_TEST_ES_URL
@@ -168,19 +180,12 @@ for i in "${!flavours[@]}"; do
   run_flavour "${flavours[i]}" "$@" || rc=$?
 done
 
-if [ -n "${lane:-}" ]; then
+if [ -n "$lane" ]; then
+  lane_rc=0
   wait "$lane" || lane_rc=$?
   lane=
   echo "== the fault, cluster and security tests on 9, run beside the others (their time: pytest's last line)" >&2
   cat "$lane_log"
-  # pytest's exit 5 (nothing collected) is fine in one lane; in both, the arguments selected nothing,
-  # and a green run that tested nothing is a bug.
-  if [ "$main_rc" -eq 5 ] && [ "$lane_rc" -eq 5 ]; then
-    echo "pytest collected no tests: failing on purpose" >&2
-    rc=1
-  fi
-  for code in "$main_rc" "$lane_rc"; do
-    [ "$code" -eq 0 ] || [ "$code" -eq 5 ] || rc=$code
-  done
+  suite_rc "$main_rc" "$lane_rc" || rc=$?
 fi
 exit "$rc"
