@@ -8,7 +8,8 @@ reposts); ``html``, the same with a whole page on every line; ``news``, the zh-d
 themselves as plain text, in their own order (``--docs`` ignored: all of them, ~7,300).
 Contenders, each judging or indexing every document:
 
-* ``zhdedup scan`` (CLI subprocess) with ``--workers 1`` and ``--workers N``;
+* ``zhdedup scan`` (CLI subprocess) with ``--workers 1`` and ``--workers N``, and N ``--workers 1`` processes
+  side by side on 1/N of the input each: what the machine gives N processes (the ceiling of ``--workers N``);
 * rensa: the script ``rensa_scan.py`` (character 3-grams, ``RMinHash(128)``, ``RMinHashLSH(0.7)``) as a
   subprocess over the same JSONL, start-up included, as ``zhdedup scan`` is;
 * datasketch: character 3-gram MinHash(128) + ``MinHashLSH(threshold=0.7)``, and the naive
@@ -67,6 +68,7 @@ LSH_THRESHOLD = 0.7
 BULK_CHUNK = 500  # ZHDEDUP_ES_BULK_SIZE's default, so both ceilings write like ingest does
 INDEX_PREFIX = "zhdedup-bench-throughput"
 REFERENCE = "zhdedup scan --workers 1"
+SIDE_BY_SIDE = "zhdedup scan --workers 1, side by side"
 RENSA = "rensa RMinHash(128) + RMinHashLSH(0.7), script (rensa_scan.py)"
 CORPORA = ("mixed", "news", "html")
 _SCAN_SUMMARY = re.compile(r"zhdedup scan: (\d+) judged \((.*?)\), (\d+) bad lines skipped, ([\d.]+) s, (\d+) docs/s")
@@ -163,6 +165,33 @@ def scan(path: Path, n_docs: int, options: Sequence[str]) -> Run:
     return Run(wall, float(match.group(5)), f"{match.group(2)}, {bad} bad")
 
 
+def side_by_side(path: Path, n_docs: int, processes: int) -> Run:
+    """``processes`` independent ``zhdedup scan --workers 1`` at once, each on its own contiguous part of the
+    input: what this machine gives that many processes that hand nothing over and judge nothing in common.
+    The ceiling of ``--workers N``, whose verdicts are one process's, in input order (two vCPUs of a
+    shared host may give two processes well under 2×).  Docs/s after start-up: the sum of the parts'."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        parts = []
+        for i in range(processes):
+            part = Path(tmp) / f"part-{i}.jsonl"
+            part.write_bytes(b"".join(lines[i * len(lines) // processes : (i + 1) * len(lines) // processes]))
+            parts.append(part)
+        t0 = time.perf_counter()
+        procs = [subprocess.Popen([*common.zhdedup_command(), "scan", str(part), "-o", os.devnull, "--workers", "1"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for part in parts]
+        outs = [proc.communicate()[0] for proc in procs]
+        wall = time.perf_counter() - t0
+    summaries = [_SCAN_SUMMARY.search(out) for out in outs]
+    if any(proc.returncode for proc in procs) or None in summaries:
+        raise RuntimeError("zhdedup scan side by side failed:\n" + "\n".join(outs))
+    found = [m for m in summaries if m is not None]
+    judged, bad = sum(int(m.group(1)) for m in found), sum(int(m.group(3)) for m in found)
+    if judged + bad != n_docs:
+        raise RuntimeError(f"zhdedup scan side by side judged {judged} and skipped {bad} of {n_docs} documents")
+    return Run(wall, sum(float(m.group(5)) for m in found), f"{judged} judged in {processes} parts, {bad} bad")
+
+
 def rensa(path: Path, n_docs: int) -> Run:
     """The rensa script as a whole process (its wall time includes its start-up, as the CLI's does)."""
     t0 = time.perf_counter()
@@ -225,6 +254,9 @@ def contenders(client: Elasticsearch | None, url: str, path: Path, docs: Sequenc
         out["helpers.bulk, cleaned text (no dedup)"] = lambda: bulk_load(client, f"{INDEX_PREFIX}-clean", docs, clean)
     out[REFERENCE] = lambda: scan(path, n, ["--workers", "1"])
     out[f"zhdedup scan --workers {workers}"] = lambda: scan(path, n, ["--workers", str(workers)])
+    if workers > 1:
+        out[f"{SIDE_BY_SIDE} x {workers}, each on 1/{workers} of the input (the machine's ceiling)"] = (
+            lambda: side_by_side(path, n, workers))
     if client is not None:
         index = f"{INDEX_PREFIX}-ingest"
         for w in (1, workers):
