@@ -154,14 +154,24 @@ def bulk_load(client: Elasticsearch, index: str, docs: Sequence[Doc], clean: Cal
 # --- the CLI ------------------------------------------------------------------------------------
 
 
-def scan(path: Path, n_docs: int, options: Sequence[str]) -> Run:
-    wall, out = run_cli(["scan", str(path), "-o", os.devnull, *options])
+def _summary(out: str) -> re.Match[str]:
+    """The line ``zhdedup scan`` ends with: judged, their verdicts, bad lines, seconds, docs/s."""
     match = _SCAN_SUMMARY.search(out)
     if match is None:
         raise RuntimeError(f"no summary line from zhdedup scan:\n{out}")
-    judged, bad = int(match.group(1)), int(match.group(3))
+    return match
+
+
+def _check_every_document(judged: int, bad: int, n_docs: int) -> None:
     if judged + bad != n_docs:
         raise RuntimeError(f"zhdedup scan judged {judged} and skipped {bad} of {n_docs} documents")
+
+
+def scan(path: Path, n_docs: int, options: Sequence[str]) -> Run:
+    wall, out = run_cli(["scan", str(path), "-o", os.devnull, *options])
+    match = _summary(out)
+    judged, bad = int(match.group(1)), int(match.group(3))
+    _check_every_document(judged, bad, n_docs)
     return Run(wall, float(match.group(5)), f"{match.group(2)}, {bad} bad")
 
 
@@ -182,14 +192,12 @@ def side_by_side(path: Path, n_docs: int, processes: int) -> Run:
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for part in parts]
         outs = [proc.communicate()[0] for proc in procs]
         wall = time.perf_counter() - t0
-    summaries = [_SCAN_SUMMARY.search(out) for out in outs]
-    if any(proc.returncode for proc in procs) or None in summaries:
+    if any(proc.returncode for proc in procs):
         raise RuntimeError("zhdedup scan side by side failed:\n" + "\n".join(outs))
-    found = [m for m in summaries if m is not None]
-    judged, bad = sum(int(m.group(1)) for m in found), sum(int(m.group(3)) for m in found)
-    if judged + bad != n_docs:
-        raise RuntimeError(f"zhdedup scan side by side judged {judged} and skipped {bad} of {n_docs} documents")
-    return Run(wall, sum(float(m.group(5)) for m in found), f"{judged} judged in {processes} parts, {bad} bad")
+    summaries = [_summary(out) for out in outs]
+    judged, bad = sum(int(m.group(1)) for m in summaries), sum(int(m.group(3)) for m in summaries)
+    _check_every_document(judged, bad, n_docs)
+    return Run(wall, sum(float(m.group(5)) for m in summaries), f"{judged} judged in {processes} parts, {bad} bad")
 
 
 def rensa(path: Path, n_docs: int) -> Run:
