@@ -2,8 +2,9 @@
 # The test command (README, .ci/run). Installs with the test extras, starts this checkout's
 # Elasticsearch 9 node on 127.0.0.1 and runs pytest; then, because the README promises the other servers
 # as well, runs the Elasticsearch tests (-m es: tests/es/ and the tests of tests/faults/ that use a node;
-# their conftests refuse a test there without its marker) again on each of them, one run after the other,
-# each with its client from its own virtualenv: Elasticsearch 8 (an 8.x client, .venv-es8), Elasticsearch
+# their conftests refuse a test there without its marker; not their embedded-store cases, marker embedded)
+# again on each of them, one run after the other, each with its client from its own virtualenv:
+# Elasticsearch 8 (an 8.x client, .venv-es8), Elasticsearch
 # 7.10 (the es7 extra, .venv-es7) and OpenSearch 2.19 (the opensearch extra, .venv-opensearch). On 9 the
 # fault, cluster and security tests run beside the rest (two pytest processes, below); a flavour's node is
 # stopped once its run is over, 9's at the end; the next flavour's is started while the run before it goes
@@ -98,7 +99,7 @@ run_flavour() {
     echo "scripts/test.sh: could not ready $version (above)" >&2
     return 1
   fi
-  ZHDEDUP_TEST_ES_URL=$(flavour "$version" url) "$venv/bin/python" -m pytest -m "es and not fault and not cluster and not security" \
+  ZHDEDUP_TEST_ES_URL=$(flavour "$version" url) "$venv/bin/python" -m pytest -m "es and not (fault or cluster or security or embedded)" \
     "$@" || frc=$?
   [ "${was_running[$version]}" = 1 ] || flavour "$version" stop >/dev/null || true
   # Exit 5 here means the arguments selected no Elasticsearch test (the 9.x run above guards against an

@@ -65,7 +65,7 @@ def delivered(work: Path) -> list[str]:
     return [Path(u).name for u in path.read_text(encoding="utf-8").split()] if path.exists() else []
 
 
-@pytest.fixture(params=["embedded", "elasticsearch"])
+@pytest.fixture(params=[pytest.param("embedded", marks=pytest.mark.embedded), "elasticsearch"])
 def backend(request: pytest.FixtureRequest, es_url: str, es_client: Elasticsearch,
             tmp_path: Path) -> Iterator[dict[str, Any]]:
     """The settings of one backend, with a store (directory or index) of this test's own."""
