@@ -146,8 +146,8 @@ fi
 # and shown when they are over, and the rest in the foreground; the flavours follow the foreground lane,
 # one after the other. The next flavour's node is readied (its venv, its start) while the suite before it
 # runs, and waits idle for its turn. One lane runs the whole suite when the arguments carry their own -m.
-# On 2 cores: 36 min 50 s in one lane, 28 min 51 s in two, 19-28 min in two with the nodes on C1 (2026-12-02;
-# benchmarks/README.md, CI cost).
+# On 2 cores: 36 min 50 s in one lane, 28 min 51 s in two, 19-28 min in two with the nodes on C1 (2026-12-02),
+# 26 min 46 s with the first flavour readied during the 9 run (2026-12-03; benchmarks/README.md, CI cost).
 LANE_MARKS="fault or cluster or security"
 rc=0
 claim_node cluster # started by the tests that need them; stopped here if a killed run left them running
