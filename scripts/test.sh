@@ -4,8 +4,8 @@
 # as well, runs the Elasticsearch tests (-m es: tests/es/ and the tests of tests/faults/ that use a node;
 # their conftests refuse a test there without its marker; not their embedded-store cases, marker embedded)
 # again on each of them, one run after the other, each with its client from its own virtualenv:
-# Elasticsearch 8 (an 8.x client, .venv-es8), Elasticsearch
-# 7.10 (the es7 extra, .venv-es7) and OpenSearch 2.19 (the opensearch extra, .venv-opensearch). On 9 the
+# Elasticsearch 8 (an 8.x client, .venv-es8), Elasticsearch 7.10 (the es7 extra, .venv-es7) and
+# OpenSearch 2.19 (the opensearch extra, .venv-opensearch). On 9 the
 # fault, cluster and security tests run beside the rest (two pytest processes, below); a flavour's node is
 # stopped once its run is over, 9's at the end; the next flavour's is started while the run before it goes
 # on; a node that was already running is left running. The tests that need more
@@ -24,6 +24,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# The suites that run on 9 only, in a lane of their own (below): mostly waiting on nodes that start, die and come back.
+LANE_MARKS="fault or cluster or security"
 # The throwaway nodes compile with C1 only: a node's start costs half the CPU (21.5 s against 10.6 s, 9.2.8),
 # and tests/es's batch, backend and rerun modules 46 s of the node's CPU against 74 s (their wall 112 s
 # against 105 s): on 2 cores with two lanes and their nodes, CPU is what the run waits for. An
@@ -99,7 +101,7 @@ run_flavour() {
     echo "scripts/test.sh: could not ready $version (above)" >&2
     return 1
   fi
-  ZHDEDUP_TEST_ES_URL=$(flavour "$version" url) "$venv/bin/python" -m pytest -m "es and not (fault or cluster or security or embedded)" \
+  ZHDEDUP_TEST_ES_URL=$(flavour "$version" url) "$venv/bin/python" -m pytest -m "es and not ($LANE_MARKS or embedded)" \
     "$@" || frc=$?
   [ "${was_running[$version]}" = 1 ] || flavour "$version" stop >/dev/null || true
   # Exit 5 here means the arguments selected no Elasticsearch test (the 9.x run above guards against an
@@ -148,7 +150,6 @@ fi
 # runs, and waits idle for its turn. One lane runs the whole suite when the arguments carry their own -m.
 # On 2 cores: 36 min 50 s in one lane, 28 min 51 s in two, 19-28 min in two with the nodes on C1 (2026-12-02),
 # 26 min 46 s with the first flavour readied during the 9 run (2026-12-03; benchmarks/README.md, CI cost).
-LANE_MARKS="fault or cluster or security"
 rc=0
 claim_node cluster # started by the tests that need them; stopped here if a killed run left them running
 claim_node secure
